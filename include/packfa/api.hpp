@@ -1,0 +1,144 @@
+// packfa/api.hpp — the public C++ API over device pointers.
+//
+// All tensors are described by a pointer plus byte strides, so packfa reads an engine's
+// existing cache in place (contiguous, strided views). Layout conventions:
+//   Q, O : [batch][nq][n_q_heads][head_dim]            (element strides given per axis)
+//   K, V : [seq][slot][kv_head] rows of head_dim values (byte strides per axis)
+// Query row i of sequence b sits at position pos[b][i] (default kv_len[b] - nq + i) and
+// sees keys j with j <= pos (causal), j > pos - window (if window > 0), j < kv_len[b].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "packfa/format.hpp"
+#include "packfa/status.hpp"
+
+namespace packfa {
+
+struct Strides {  // bytes
+  int64_t seq = 0, slot = 0, head = 0;
+};
+
+struct KCache {
+  KFormat format = KFormat::packed16;
+  const void* data = nullptr;    // packed16: int8 payload plane; f16: fp16 rows
+  Strides data_strides;
+  const void* scales = nullptr;  // packed16: fp16 scale plane (head_dim / block per row)
+  Strides scale_strides;
+  int block = 32;                // packed16 scale block: 32 (default) or 16
+  // Optional K smoothing (docs/format.md): channel scale s[n_kv_heads][head_dim], f32.
+  // The kernel multiplies q by s before quantizing Q. The shift m needs no kernel input.
+  const float* smooth_scale = nullptr;
+};
+
+struct VCache {
+  VFormat format = VFormat::f16;
+  const void* data = nullptr;
+  Strides strides;
+};
+
+struct QTensor {  // element strides
+  DType type = DType::f16;
+  const void* data = nullptr;
+  int64_t seq_stride = 0, row_stride = 0, head_stride = 0;
+};
+struct OTensor {
+  DType type = DType::f16;
+  void* data = nullptr;
+  int64_t seq_stride = 0, row_stride = 0, head_stride = 0;
+};
+
+struct AttnParams {
+  int batch = 1;
+  int nq = 1;           // query rows per sequence (1 = decode; 2..16 = MTP / speculative)
+  int n_q_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int max_kv_len = 0;   // host-side upper bound of kv_len[] (plans the split)
+
+  QTensor q;
+  KCache k;
+  VCache v;
+  OTensor o;
+
+  const int32_t* kv_len = nullptr;  // device [batch]
+  const int32_t* q_pos = nullptr;   // device [batch][nq] or null (kv_len - nq + i)
+
+  float scale = 0.0f;   // softmax scale; 0 = 1/sqrt(head_dim)
+  bool causal = true;
+  int window = 0;       // sliding window (keys j > pos - window); 0 = off
+  const uint16_t* mask = nullptr;   // additive fp16 mask, ggml layout [nq][kv] per sequence
+  int64_t mask_seq_stride = 0, mask_row_stride = 0;  // elements
+  float softcap = 0.0f;             // s = softcap * tanh(s / softcap); 0 = off
+  const float* sinks = nullptr;     // device [n_q_heads]: one extra logit per head, no value
+  float alibi_max_bias = 0.0f;      // ggml ALiBi slopes; bias = slope_h * (j - pos); 0 = off
+  float* lse = nullptr;             // optional device [batch][nq][n_q_heads], natural log
+
+  DotMode dot = DotMode::int8;
+  int num_splits = 0;               // split-KV count; 0 = choose from the device and shape
+  void* workspace = nullptr;        // device scratch for split partials (fa_workspace_bytes)
+  size_t workspace_bytes = 0;
+  int pdl = -1;                     // per-call PDL override: -1 = env/auto, 0 = off, 1 = on
+};
+
+// Which compiled kernel would run this call, and with how many splits (no launch).
+struct KernelChoice {
+  bool compiled = false;
+  std::string name;      // instance name, e.g. "fa_packed16<d128,q8_0,int8,r16>"
+  int rows_per_block = 0;
+  int row_groups = 0;
+  int num_splits = 0;
+  std::string why_not;   // when !compiled
+};
+
+// Validates every field the kernels rely on; names the first bad one.
+Status validate(const AttnParams& p);
+// Kernel selection, separate from launching.
+Status select_kernel(const AttnParams& p, int device, KernelChoice* out);
+// Bytes of workspace the call needs (0 when it runs in one split).
+Status fa_workspace_bytes(const AttnParams& p, int device, size_t* bytes);
+// Attention forward on the given stream (cudaStream_t / hipStream_t, or null).
+Status fa_packed16_forward(const AttnParams& p, void* stream);
+
+// ---- pack-on-write -------------------------------------------------------------------------
+struct PackKParams {
+  int n_tokens = 0, n_kv_heads = 0, head_dim = 0;
+  DType src_type = DType::f16;
+  const void* src = nullptr;        // [token][kv_head][head_dim]
+  int64_t src_token_stride = 0, src_head_stride = 0;  // elements
+  KCache dst;                       // packed16 planes (seq stride unused)
+  const int32_t* slots = nullptr;   // device [n_tokens] slot of each token, or null:
+  int64_t base_slot = 0;            //   slot = base_slot + token
+  const float* smooth_shift = nullptr;  // optional m[n_kv_heads][head_dim]
+  // dst.smooth_scale (optional) is s: the cache stores quantize((k - m) / s)
+  int* counters = nullptr;          // optional device int[2]: nonfinite, overflow (added to)
+  int pdl = -1;
+};
+Status pack_k_packed16(const PackKParams& p, void* stream);
+
+struct QuantVParams {
+  int n_tokens = 0, n_kv_heads = 0, head_dim = 0;
+  DType src_type = DType::f16;
+  const void* src = nullptr;        // [token][kv_head][head_dim]
+  int64_t src_token_stride = 0, src_head_stride = 0;  // elements
+  VCache dst;                       // q8_0 or q4_0 (f16/bf16: converted copy)
+  const int32_t* slots = nullptr;
+  int64_t base_slot = 0;
+  int pdl = -1;
+};
+Status quantize_v(const QuantVParams& p, void* stream);
+
+// Backend facts for the demo and tests.
+struct DeviceInfo {
+  bool present = false;
+  std::string backend;  // "cuda", "hip" or "none"
+  std::string name;
+  int multiprocessors = 0;
+  int cc_major = 0, cc_minor = 0;
+  std::string why_absent;
+};
+DeviceInfo device_info(int device = 0);
+
+}  // namespace packfa

@@ -1,0 +1,209 @@
+// packfa/device/arch.hpp — the only place that knows which GPU vendor compiles us.
+//
+// Device templates are written once against these thin wrappers (CUTLASS arch/ style):
+// 32-lane waves, lane shuffles, the 4-way int8 dot, 2-way f16 dot, fp16/bf16 bits,
+// exp2, async copies into shared memory. Each wrapper is a no-op-able inline that
+// maps to one instruction (or a short, documented fallback).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__HIPCC__) || defined(__HIP__)
+#include <hip/hip_runtime.h>
+#define PACKFA_BACKEND_HIP 1
+#elif defined(__CUDACC__)
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#define PACKFA_BACKEND_CUDA 1
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define PACKFA_DEVICE_CUDA 1
+#elif defined(__HIP_DEVICE_COMPILE__)
+#define PACKFA_DEVICE_HIP 1
+#endif
+
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
+#define PACKFA_HD __host__ __device__ __forceinline__
+#define PACKFA_DEV __device__ __forceinline__
+#define PACKFA_GLOBAL __global__
+#define PACKFA_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
+#else
+#define PACKFA_HD inline
+#define PACKFA_DEV inline
+#define PACKFA_LAUNCH_BOUNDS(threads, min_blocks)
+#endif
+
+// `const T* __restrict__` lets nvcc route loads through the non-coherent path, which a
+// PDL wait does not order (see docs/pdl.md). PDL builds therefore drop restrict.
+#if defined(PACKFA_PDL) && PACKFA_PDL
+#define PACKFA_RESTRICT
+#else
+#define PACKFA_RESTRICT __restrict__
+#endif
+
+namespace packfa::arch {
+
+constexpr int kWaveSize = 32;
+
+#if defined(PACKFA_DEVICE_HIP)
+#if !defined(__GFX11__) && !defined(__GFX12__)
+#error "packfa device code targets RDNA3/3.5/4 (gfx11xx, gfx12xx) only"
+#endif
+// RDNA supports wave64 too; every packfa template assumes 32 lanes.
+static_assert(__AMDGCN_WAVEFRONT_SIZE == 32, "packfa needs wave32 (compile with -mwavefrontsize64 off)");
+#endif
+
+#if defined(PACKFA_DEVICE_CUDA) || defined(PACKFA_DEVICE_HIP)
+
+PACKFA_DEV int lane_id() { return static_cast<int>(threadIdx.x) & (kWaveSize - 1); }
+
+// ---- lane exchange -------------------------------------------------------------------
+// xor butterflies: on RDNA, masks < 16 stay inside a 16-lane row and map to one DPP
+// row_xmask move; mask 16 crosses rows with v_permlanex16 (no LDS round trip).
+PACKFA_DEV int shfl_xor(int v, int mask) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __shfl_xor_sync(0xffffffffu, v, mask, kWaveSize);
+#else
+  if (mask < 16) {
+    // dpp_ctrl 0x160|m = row_xmask:m (GFX10+); row_mask/bank_mask 0xf = all lanes.
+    switch (mask) {
+      case 1: return __builtin_amdgcn_update_dpp(0, v, 0x161, 0xf, 0xf, false);
+      case 2: return __builtin_amdgcn_update_dpp(0, v, 0x162, 0xf, 0xf, false);
+      case 4: return __builtin_amdgcn_update_dpp(0, v, 0x164, 0xf, 0xf, false);
+      case 8: return __builtin_amdgcn_update_dpp(0, v, 0x168, 0xf, 0xf, false);
+      default: return __shfl_xor(v, mask, kWaveSize);
+    }
+  }
+  if (mask == 16) return __builtin_amdgcn_permlanex16(v, v, 0x76543210u, 0xfedcba98u, false, false);
+  return __shfl_xor(v, mask, kWaveSize);
+#endif
+}
+PACKFA_DEV float shfl_xor(float v, int mask) {
+  return __int_as_float(shfl_xor(__float_as_int(v), mask));
+}
+PACKFA_DEV int shfl(int v, int src_lane) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __shfl_sync(0xffffffffu, v, src_lane, kWaveSize);
+#else
+  return __shfl(v, src_lane, kWaveSize);
+#endif
+}
+PACKFA_DEV float shfl(float v, int src_lane) { return __int_as_float(shfl(__float_as_int(v), src_lane)); }
+
+// Reductions over groups of `width` consecutive lanes (width a power of two ≤ 32).
+template <int width = kWaveSize>
+PACKFA_DEV float group_max(float v) {
+#pragma unroll
+  for (int m = width / 2; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
+  return v;
+}
+template <int width = kWaveSize>
+PACKFA_DEV float group_sum(float v) {
+#pragma unroll
+  for (int m = width / 2; m > 0; m >>= 1) v += shfl_xor(v, m);
+  return v;
+}
+
+// ---- int8 / f16 dot products ------------------------------------------------------------
+// acc + Σ a.byte[i] * b.byte[i], all signed. RDNA3/4: v_dot4_i32_iu8 with both operands
+// marked signed (the sudot4 builtin's flags); NVIDIA: dp4a.
+PACKFA_DEV int dot4_i8(int a, int b, int acc) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __dp4a(a, b, acc);
+#else
+  return __builtin_amdgcn_sudot4(true, a, true, b, acc, false);
+#endif
+}
+
+#if defined(PACKFA_DEVICE_HIP)
+typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
+#endif
+
+// acc + a.lo*b.lo + a.hi*b.hi where a, b hold two fp16 values; fp32 accumulation.
+PACKFA_DEV float dot2_f16(uint32_t a, uint32_t b, float acc) {
+#if defined(PACKFA_DEVICE_CUDA)
+  const float2 fa = __half22float2(*reinterpret_cast<const __half2*>(&a));
+  const float2 fb = __half22float2(*reinterpret_cast<const __half2*>(&b));
+  return fmaf(fa.y, fb.y, fmaf(fa.x, fb.x, acc));
+#else
+  return __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, a), __builtin_bit_cast(half2_t, b), acc, false);
+#endif
+}
+
+// ---- number formats -----------------------------------------------------------------------
+PACKFA_DEV float half_to_float(uint16_t h) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __half2float(__ushort_as_half(h));
+#else
+  return static_cast<float>(__builtin_bit_cast(_Float16, h));
+#endif
+}
+PACKFA_DEV uint16_t float_to_half(float f) {  // round to nearest even
+#if defined(PACKFA_DEVICE_CUDA)
+  return __half_as_ushort(__float2half_rn(f));
+#else
+  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f));
+#endif
+}
+PACKFA_DEV float bf16_to_float(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+PACKFA_DEV uint16_t float_to_bf16(float f) {  // round to nearest even, NaN kept quiet
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+// Two fp16 in one word -> two floats (low half first).
+PACKFA_DEV void half2_to_float2(uint32_t w, float& lo, float& hi) {
+  lo = half_to_float(static_cast<uint16_t>(w & 0xffffu));
+  hi = half_to_float(static_cast<uint16_t>(w >> 16));
+}
+
+// 2^x, fast hardware approximation (ex2.approx / v_exp_f32); exp2(-inf) = 0.
+PACKFA_DEV float exp2_fast(float x) {
+#if defined(PACKFA_DEVICE_CUDA)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return __builtin_amdgcn_exp2f(x);
+#endif
+}
+
+// Round to nearest, ties away from zero (matches std::round on the host).
+PACKFA_DEV int round_to_int(float x) { return static_cast<int>(roundf(x)); }
+
+// ---- global -> shared copies ------------------------------------------------------------
+// NVIDIA (sm_80+): cp.async, so a tile streams in while the previous one is computed.
+// Elsewhere: an ordinary load + store (synchronous; correctness identical).
+template <int bytes>
+PACKFA_DEV void copy_async(void* smem, const void* gmem) {
+  static_assert(bytes == 4 || bytes == 8 || bytes == 16, "cp.async moves 4, 8 or 16 bytes");
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  if constexpr (bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(bytes) : "memory");
+#else
+  if constexpr (bytes == 16) *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+  if constexpr (bytes == 8) *static_cast<uint2*>(smem) = *static_cast<const uint2*>(gmem);
+  if constexpr (bytes == 4) *static_cast<uint32_t*>(smem) = *static_cast<const uint32_t*>(gmem);
+#endif
+}
+PACKFA_DEV void copy_async_commit() {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Wait until at most `pending` committed groups are still in flight (this thread's).
+template <int pending>
+PACKFA_DEV void copy_async_wait() {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
+}
+
+#endif  // device
+
+}  // namespace packfa::arch

@@ -1,0 +1,208 @@
+// packfa/format.hpp — cache formats and the exact quantization rules (host and device).
+//
+// docs/format.md is the prose version of this file. The functions here define the bits:
+// the host packer (src/cpu/pack.cpp) and the GPU pack kernel (device/pack.hpp) both call
+// them, so "bit-identical" holds by construction and is checked by tests anyway.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "packfa/device/arch.hpp"
+
+namespace packfa {
+
+enum class DType : uint8_t { f32 = 0, f16 = 1, bf16 = 2 };
+enum class KFormat : uint8_t { packed16 = 0, f16 = 1 };
+enum class VFormat : uint8_t { f16 = 0, bf16 = 1, q8_0 = 2, q4_0 = 3 };
+// How the kernel forms q·k: int8 Q × int8 K on the 4-way dot (default), or fp16 Q × K
+// (K dequantized), for users who do not want Q quantized.
+enum class DotMode : uint8_t { int8 = 0, f16 = 1 };
+
+constexpr int kQBlock = 32;           // Q is quantized per block of 32 values
+constexpr int kPacked16Align = 16;    // payload row start alignment (one 128-bit load)
+constexpr int kGgmlBlock = 32;        // q8_0 / q4_0 block length
+constexpr int kQ8_0BlockBytes = 34;   // fp16 d + 32 int8
+constexpr int kQ4_0BlockBytes = 18;   // fp16 d + 16 bytes of nibbles
+
+// ---- fp16 / bf16 bits, identical on host and device (integer arithmetic only) -------------
+PACKFA_HD float fp16_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
+      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest even; overflow gives ±inf, as IEEE conversion does.
+PACKFA_HD uint16_t fp16_from_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (ax < 0x33000001u) return sign;                                     // < half the smallest subnormal
+  const int e = static_cast<int>(ax >> 23);
+  if (e < 113) {  // fp16 subnormal
+    const uint32_t man = (ax & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - e;  // 14..24
+    uint32_t r = man >> shift;
+    const uint32_t rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  uint32_t r = ((static_cast<uint32_t>(e - 112)) << 10) | ((ax >> 13) & 0x3ffu);
+  const uint32_t rem = ax & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
+  return static_cast<uint16_t>(sign | r);
+}
+
+PACKFA_HD float bf16_to_float(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+PACKFA_HD uint16_t bf16_from_float(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+PACKFA_HD bool is_finite_f32(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return (u & 0x7f800000u) != 0x7f800000u;
+}
+
+// ---- packed16 K ------------------------------------------------------------------------------
+// One (slot, kv_head) row of D values: D int8 in the payload plane, D/B fp16 scales in the
+// scale plane. Value = q·d, q ∈ [−127, 127], d = fp16(amax / 127), q = round(x / float(d)).
+// Non-finite x count as 0 (and are reported); amax/127 above 65504 clamps d to 65504.
+struct Packed16BlockStats {
+  int nonfinite = 0;  // non-finite inputs replaced by 0
+  int overflow = 0;   // blocks whose scale was clamped to the fp16 maximum
+};
+
+constexpr uint16_t kFp16MaxBits = 0x7bffu;  // 65504
+
+// Quantize one block of n (16 or 32) floats already shifted/scaled by smoothing.
+PACKFA_HD uint16_t packed16_quantize_block(const float* x, int n, int8_t* q, Packed16BlockStats* st) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (!is_finite_f32(v)) {
+      if (st) ++st->nonfinite;
+      continue;
+    }
+    amax = fmaxf(amax, fabsf(v));
+  }
+  uint16_t dbits = fp16_from_float(amax / 127.0f);
+  if (dbits == 0x7c00u) {
+    dbits = kFp16MaxBits;
+    if (st) ++st->overflow;
+  }
+  const float d = fp16_to_float(dbits);
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (d == 0.0f || !is_finite_f32(v)) {
+      q[i] = 0;
+      continue;
+    }
+    float r = roundf(v / d);
+    r = fminf(127.0f, fmaxf(-127.0f, r));
+    q[i] = static_cast<int8_t>(r);
+  }
+  return dbits;
+}
+
+// ---- ggml q8_0 / q4_0 (byte-compatible with ggml-common.h block_q8_0 / block_q4_0) --------
+// q8_0: d = amax/127 (stored fp16), q = round(x / d) using the fp32 d (ggml's reference).
+PACKFA_HD void q8_0_quantize_block(const float* x, uint8_t* block /*34 bytes*/) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dbits = fp16_from_float(d);
+  block[0] = static_cast<uint8_t>(dbits & 0xff);
+  block[1] = static_cast<uint8_t>(dbits >> 8);
+  for (int i = 0; i < 32; ++i) block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(roundf(x[i] * id)));
+}
+
+// q4_0: d = (signed value of largest magnitude) / −8; nibble = min(15, (int)(x/d + 8.5));
+// byte j holds element j in its low nibble and element j+16 in its high nibble.
+PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) {
+  float amax = 0.0f, vmax = 0.0f;
+  for (int i = 0; i < 32; ++i) {
+    if (amax < fabsf(x[i])) {
+      amax = fabsf(x[i]);
+      vmax = x[i];
+    }
+  }
+  const float d = vmax / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dbits = fp16_from_float(d);
+  block[0] = static_cast<uint8_t>(dbits & 0xff);
+  block[1] = static_cast<uint8_t>(dbits >> 8);
+  for (int j = 0; j < 16; ++j) {
+    const float x0 = x[j] * id, x1 = x[j + 16] * id;
+    int n0 = static_cast<int>(x0 + 8.5f), n1 = static_cast<int>(x1 + 8.5f);
+    n0 = n0 < 15 ? n0 : 15;
+    n1 = n1 < 15 ? n1 : 15;
+    block[2 + j] = static_cast<uint8_t>(n0 | (n1 << 4));
+  }
+}
+
+PACKFA_HD float q8_0_value(const uint8_t* block, int i) {
+  const uint16_t d = static_cast<uint16_t>(block[0] | (block[1] << 8));
+  return fp16_to_float(d) * static_cast<float>(static_cast<int8_t>(block[2 + i]));
+}
+PACKFA_HD float q4_0_value(const uint8_t* block, int i) {
+  const uint16_t d = static_cast<uint16_t>(block[0] | (block[1] << 8));
+  const uint8_t b = block[2 + (i & 15)];
+  const int n = i < 16 ? (b & 0xf) : (b >> 4);
+  return fp16_to_float(d) * static_cast<float>(n - 8);
+}
+
+// ---- sizes -------------------------------------------------------------------------------------
+PACKFA_HD int64_t v_row_bytes(VFormat f, int head_dim) {
+  switch (f) {
+    case VFormat::f16:
+    case VFormat::bf16: return 2 * static_cast<int64_t>(head_dim);
+    case VFormat::q8_0: return static_cast<int64_t>(head_dim / kGgmlBlock) * kQ8_0BlockBytes;
+    case VFormat::q4_0: return static_cast<int64_t>(head_dim / kGgmlBlock) * kQ4_0BlockBytes;
+  }
+  return 0;
+}
+// Bits per stored value (scales included).
+PACKFA_HD double k_bits_per_value(KFormat f, int block) {
+  return f == KFormat::f16 ? 16.0 : 8.0 + 16.0 / block;
+}
+PACKFA_HD double v_bits_per_value(VFormat f) {
+  switch (f) {
+    case VFormat::f16:
+    case VFormat::bf16: return 16.0;
+    case VFormat::q8_0: return 8.5;
+    case VFormat::q4_0: return 4.5;
+  }
+  return 0;
+}
+
+}  // namespace packfa
