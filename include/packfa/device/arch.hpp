@@ -54,7 +54,7 @@ constexpr int kWaveSize = 32;
 static_assert(__AMDGCN_WAVEFRONT_SIZE == 32, "packfa needs wave32 (compile with -mwavefrontsize64 off)");
 #endif
 
-#if defined(PACKFA_DEVICE_CUDA) || defined(PACKFA_DEVICE_HIP)
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)  // host pass too: kernel templates name these
 
 PACKFA_DEV int lane_id() { return static_cast<int>(threadIdx.x) & (kWaveSize - 1); }
 
@@ -62,7 +62,7 @@ PACKFA_DEV int lane_id() { return static_cast<int>(threadIdx.x) & (kWaveSize - 1
 // xor butterflies: on RDNA, masks < 16 stay inside a 16-lane row and map to one DPP
 // row_xmask move; mask 16 crosses rows with v_permlanex16 (no LDS round trip).
 PACKFA_DEV int shfl_xor(int v, int mask) {
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   return __shfl_xor_sync(0xffffffffu, v, mask, kWaveSize);
 #else
   if (mask < 16) {
@@ -83,7 +83,7 @@ PACKFA_DEV float shfl_xor(float v, int mask) {
   return __int_as_float(shfl_xor(__float_as_int(v), mask));
 }
 PACKFA_DEV int shfl(int v, int src_lane) {
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   return __shfl_sync(0xffffffffu, v, src_lane, kWaveSize);
 #else
   return __shfl(v, src_lane, kWaveSize);
@@ -109,20 +109,20 @@ PACKFA_DEV float group_sum(float v) {
 // acc + Σ a.byte[i] * b.byte[i], all signed. RDNA3/4: v_dot4_i32_iu8 with both operands
 // marked signed (the sudot4 builtin's flags); NVIDIA: dp4a.
 PACKFA_DEV int dot4_i8(int a, int b, int acc) {
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   return __dp4a(a, b, acc);
 #else
   return __builtin_amdgcn_sudot4(true, a, true, b, acc, false);
 #endif
 }
 
-#if defined(PACKFA_DEVICE_HIP)
+#if defined(PACKFA_BACKEND_HIP)
 typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
 #endif
 
 // acc + a.lo*b.lo + a.hi*b.hi where a, b hold two fp16 values; fp32 accumulation.
 PACKFA_DEV float dot2_f16(uint32_t a, uint32_t b, float acc) {
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   const float2 fa = __half22float2(*reinterpret_cast<const __half2*>(&a));
   const float2 fb = __half22float2(*reinterpret_cast<const __half2*>(&b));
   return fmaf(fa.y, fb.y, fmaf(fa.x, fb.x, acc));
@@ -133,14 +133,14 @@ PACKFA_DEV float dot2_f16(uint32_t a, uint32_t b, float acc) {
 
 // ---- number formats -----------------------------------------------------------------------
 PACKFA_DEV float half_to_float(uint16_t h) {
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   return __half2float(__ushort_as_half(h));
 #else
   return static_cast<float>(__builtin_bit_cast(_Float16, h));
 #endif
 }
 PACKFA_DEV uint16_t float_to_half(float f) {  // round to nearest even
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   return __half_as_ushort(__float2half_rn(f));
 #else
   return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f));
@@ -161,7 +161,7 @@ PACKFA_DEV void half2_to_float2(uint32_t w, float& lo, float& hi) {
 
 // 2^x, fast hardware approximation (ex2.approx / v_exp_f32); exp2(-inf) = 0.
 PACKFA_DEV float exp2_fast(float x) {
-#if defined(PACKFA_DEVICE_CUDA)
+#if defined(PACKFA_BACKEND_CUDA)
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
