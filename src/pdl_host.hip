@@ -1,0 +1,1 @@
+#include "pdl_host.cu"
