@@ -58,6 +58,16 @@ static_assert(__AMDGCN_WAVEFRONT_SIZE == 32, "packfa needs wave32 (compile with 
 
 PACKFA_DEV int lane_id() { return static_cast<int>(threadIdx.x) & (kWaveSize - 1); }
 
+// Orders shared-memory traffic among the lanes of one wave (no block-wide barrier).
+PACKFA_DEV void sync_wave() {
+#if defined(PACKFA_BACKEND_CUDA)
+  __syncwarp();
+#else
+  __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+#endif
+}
+
 // ---- lane exchange -------------------------------------------------------------------
 // xor butterflies: on RDNA, masks < 16 stay inside a 16-lane row and map to one DPP
 // row_xmask move; mask 16 crosses rows with v_permlanex16 (no LDS round trip).

@@ -1,0 +1,58 @@
+/* packfa/c_api.h — C ABI over packfa::fa_packed16_forward (see api.hpp for field meaning).
+ * Returns 0 on success, else a packfa::Code; msg (optional) receives "code: field: why".
+ * No exception crosses this boundary. Enums are ints with the C++ enum values:
+ * dtype f32=0 f16=1 bf16=2; k_format packed16=0 f16=1; v_format f16=0 bf16=1 q8_0=2 q4_0=3;
+ * dot int8=0 f16=1. Strides: q/o in elements {seq,row,head}; k/v in bytes {seq,slot,head}. */
+#ifndef PACKFA_C_API_H
+#define PACKFA_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct packfa_attn_params {
+  int batch, nq, n_q_heads, n_kv_heads, head_dim, max_kv_len;
+  int q_type;
+  const void* q;
+  int64_t q_strides[3];
+  int k_format;
+  const void* k;
+  int64_t k_strides[3];
+  const void* k_scales;
+  int64_t k_scale_strides[3];
+  int k_block;
+  const float* k_smooth_scale;
+  int v_format;
+  const void* v;
+  int64_t v_strides[3];
+  int o_type;
+  void* o;
+  int64_t o_strides[3];
+  const int32_t* kv_len;
+  const int32_t* q_pos;
+  float scale;
+  int causal;
+  int window;
+  const uint16_t* mask;
+  int64_t mask_strides[2];
+  float softcap;
+  const float* sinks;
+  float alibi_max_bias;
+  float* lse;
+  int dot;
+  int num_splits;
+  void* workspace;
+  size_t workspace_bytes;
+  int pdl;
+} packfa_attn_params;
+
+const char* packfa_version(void);
+int packfa_fa_forward(const packfa_attn_params* p, void* stream, char* msg, size_t msg_cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

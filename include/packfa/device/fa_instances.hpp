@@ -1,0 +1,99 @@
+// packfa/device/fa_instances.hpp — the instance table: which kernels a build contains.
+//
+// A kernel instance is fixed by what changes its inner loop: head dim, V format, Q·K mode
+// and the row class (max query rows per block). Instance files (kernels/fa_d*.cu|hip) call
+// register_fa_head_dim<D>() once; the dispatcher looks entries up and can answer
+// "not compiled" for a hole without crashing.
+#pragma once
+
+#include "packfa/device/fa_packed16.hpp"
+#include "packfa/device/fa_params.hpp"
+#include "packfa/format.hpp"
+
+namespace packfa {
+
+using FaKernelFn = void (*)(FaKernelParams);
+
+struct FaInstance {
+  FaKernelFn kernel = nullptr;
+  int threads = 0;
+  int smem_bytes = 0;
+  int rows_per_block = 0;
+};
+
+constexpr int kHeadDims[] = {64, 80, 96, 112, 128, 256};
+constexpr int kNumHeadDims = 6;
+constexpr int kRowClasses[] = {4, 16};
+constexpr int kNumRowClasses = 2;
+
+constexpr int head_dim_index(int d) {
+  for (int i = 0; i < kNumHeadDims; ++i)
+    if (kHeadDims[i] == d) return i;
+  return -1;
+}
+
+struct FaRegistry {
+  FaInstance table[3][kNumHeadDims][4][kNumRowClasses];  // [QKMode][D][VFormat][row class]
+  FaInstance& at(QKMode qk, int d, VFormat vf, int rclass) {
+    return table[static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)][rclass];
+  }
+};
+
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
+template <int D, VFormat VF, QKMode QK, int RMAX>
+void register_fa_instance(FaRegistry& reg, int rclass) {
+  using T = device::FaTraits<D, VF, QK, RMAX>;
+  FaInstance& e = reg.at(QK, D, VF, rclass);
+  e.kernel = &device::fa_split_kernel<D, VF, QK, RMAX>;
+  e.threads = T::kThreads;
+  e.smem_bytes = T::kSmemBytes;
+  e.rows_per_block = RMAX;
+}
+
+template <int D, VFormat VF, QKMode QK>
+void register_fa_rows(FaRegistry& reg) {
+  register_fa_instance<D, VF, QK, 4>(reg, 0);
+#if !defined(PACKFA_LEAN_INSTANCES)
+  register_fa_instance<D, VF, QK, 16>(reg, 1);
+#else
+  if constexpr (D == 128) register_fa_instance<D, VF, QK, 16>(reg, 1);
+#endif
+}
+
+template <int D, VFormat VF>
+void register_fa_v(FaRegistry& reg) {
+  register_fa_rows<D, VF, QKMode::packed16_int8>(reg);
+#if !defined(PACKFA_LEAN_INSTANCES)
+  register_fa_rows<D, VF, QKMode::packed16_f16>(reg);
+  register_fa_rows<D, VF, QKMode::f16>(reg);
+#else
+  if constexpr (D == 128) {
+    register_fa_rows<D, VF, QKMode::packed16_f16>(reg);
+    register_fa_rows<D, VF, QKMode::f16>(reg);
+  }
+#endif
+}
+
+// Every V format the head dim allows (ggml blocks need head_dim % 32 == 0).
+template <int D>
+void register_fa_head_dim(FaRegistry& reg) {
+  register_fa_v<D, VFormat::f16>(reg);
+  if constexpr (D % 32 == 0) {
+    register_fa_v<D, VFormat::q8_0>(reg);
+    register_fa_v<D, VFormat::q4_0>(reg);
+  }
+#if !defined(PACKFA_LEAN_INSTANCES)
+  register_fa_v<D, VFormat::bf16>(reg);
+#endif
+}
+#endif
+
+// Defined by the instance files, one per head dim.
+void register_fa_d64(FaRegistry&);
+void register_fa_d80(FaRegistry&);
+void register_fa_d96(FaRegistry&);
+void register_fa_d112(FaRegistry&);
+void register_fa_d128(FaRegistry&);
+void register_fa_d256(FaRegistry&);
+
+}  // namespace packfa

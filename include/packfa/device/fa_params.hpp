@@ -1,0 +1,85 @@
+// packfa/device/fa_params.hpp — what the attention kernels receive: one struct, by value.
+//
+// The dispatcher (src/dispatch.cu) fills it from the public AttnParams after validation;
+// everything the kernels need is resolved here once (GQA ratio, row groups, split count,
+// ALiBi constants, copy widths), so kernels carry no policy.
+#pragma once
+
+#include <cstdint>
+
+namespace packfa {
+
+// Which Q·K inner loop a kernel instance runs (a compile-time parameter).
+enum class QKMode : int {
+  packed16_int8 = 0,  // int8 Q × int8 K on the 4-way dot, per-block fp32 scaling
+  packed16_f16 = 1,   // fp16-rounded Q × int8 K in fp32, per-block K scale
+  f16 = 2,            // fp16-rounded Q × fp16 K (the in-house baseline / plain f16 caches)
+};
+
+struct FaKernelParams {
+  static constexpr bool pdl_aware = true;  // launched through packfa::launch with PDL
+
+  // geometry
+  int batch, nq, n_q_heads, n_kv_heads, head_dim;
+  int gqa;          // n_q_heads / n_kv_heads
+  int rows;         // gqa * nq query rows share one KV head
+  int row_groups;   // ceil(rows / rows_per_block)
+  int num_splits;   // split-KV count (1: the split kernel writes the final output)
+  int split_len;    // keys per split, a multiple of 32 (>= 32)
+
+  // Q [b][i][h][d], element strides
+  const void* q;
+  int q_type;       // DType
+  int64_t q_seq, q_row, q_head;
+
+  // K: packed16 payload (+ scales) or fp16 rows; byte strides
+  const char* k;
+  int64_t k_seq, k_slot, k_head;
+  const char* ks;
+  int64_t ks_seq, ks_slot, ks_head;
+  int k_block;      // 16 or 32 (packed16)
+  int ks_width;     // copy width for the scale plane (2, 4, 8 or 16 bytes)
+  const float* smooth;  // [n_kv_heads][head_dim] or null
+
+  // V rows, byte strides
+  const char* v;
+  int64_t v_seq, v_slot, v_head;
+  int v_width;      // copy width for V rows
+
+  // output
+  void* o;
+  int o_type;
+  int64_t o_seq, o_row, o_head;
+  float* lse;
+
+  const int32_t* kv_len;
+  const int32_t* q_pos;
+
+  float scale;      // softmax scale
+  float softcap;    // 0 = off
+  int causal;
+  int window;       // 0 = off
+  const uint16_t* mask;
+  int64_t mask_seq, mask_row;
+  const float* sinks;
+  int alibi_n2;     // 0 = ALiBi off; else 2^floor(log2(n_q_heads))
+  float alibi_m0, alibi_m1;
+
+  // split partials: [b][i][h][split][head_dim] unnormalised O, and [..][split][2] (max, sum)
+  float* part_o;
+  float* part_ml;
+};
+
+struct CombineParams {
+  static constexpr bool pdl_aware = true;
+  int batch, nq, n_q_heads, head_dim, num_splits;
+  const float* part_o;
+  const float* part_ml;
+  const float* sinks;
+  void* o;
+  int o_type;
+  int64_t o_seq, o_row, o_head;
+  float* lse;
+};
+
+}  // namespace packfa

@@ -1,0 +1,452 @@
+// src/dispatch.cu — the thin host dispatcher: validate, select, plan splits, launch.
+// Compiled by nvcc for CUDA and (through dispatch.hip) by clang for HIP.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "packfa/api.hpp"
+#include "packfa/device/combine.hpp"
+#include "packfa/device/fa_instances.hpp"
+#include "packfa/device/pack.hpp"
+#include "packfa/launch.hpp"
+
+#if defined(PACKFA_BACKEND_HIP)
+#define GPU(x) hip##x
+using gpuStream = hipStream_t;
+using gpuDeviceProp = hipDeviceProp_t;
+#define GPU_SUCCESS hipSuccess
+#define GPU_ATTR_SMEM hipFuncAttributeMaxDynamicSharedMemorySize
+#define GPU_BACKEND_NAME "hip"
+#else
+#define GPU(x) cuda##x
+using gpuStream = cudaStream_t;
+using gpuDeviceProp = cudaDeviceProp;
+#define GPU_SUCCESS cudaSuccess
+#define GPU_ATTR_SMEM cudaFuncAttributeMaxDynamicSharedMemorySize
+#define GPU_BACKEND_NAME "cuda"
+#endif
+
+namespace packfa {
+namespace {
+
+Status gpu_error(const char* what, decltype(GPU(Success)) e) {
+  return {Code::device_error, std::string(what) + ": " + GPU(GetErrorString)(e)};
+}
+
+const FaRegistry& registry() {
+  static FaRegistry* reg = [] {
+    auto* r = new FaRegistry();
+    register_fa_d64(*r);
+    register_fa_d80(*r);
+    register_fa_d96(*r);
+    register_fa_d112(*r);
+    register_fa_d128(*r);
+    register_fa_d256(*r);
+    return r;
+  }();
+  return *reg;
+}
+
+struct DeviceFacts {
+  int sms = 0;
+  size_t smem_optin = 0;
+};
+Status device_facts(int dev, DeviceFacts* out) {
+  static std::mutex mu;
+  static std::vector<DeviceFacts> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (dev >= 0 && dev < static_cast<int>(cache.size()) && cache[dev].sms > 0) {
+    *out = cache[dev];
+    return Status::Ok();
+  }
+  gpuDeviceProp prop;
+  auto e = GPU(GetDeviceProperties)(&prop, dev);
+  if (e != GPU_SUCCESS) return gpu_error("GetDeviceProperties", e);
+  DeviceFacts f;
+  f.sms = prop.multiProcessorCount;
+  f.smem_optin = prop.sharedMemPerBlockOptin;
+  if (static_cast<int>(cache.size()) <= dev) cache.resize(dev + 1);
+  cache[dev] = f;
+  *out = f;
+  return Status::Ok();
+}
+
+QKMode qk_mode(const AttnParams& p) {
+  if (p.k.format == KFormat::f16) return QKMode::f16;
+  return p.dot == DotMode::int8 ? QKMode::packed16_int8 : QKMode::packed16_f16;
+}
+
+const char* qk_name(QKMode m) {
+  switch (m) {
+    case QKMode::packed16_int8: return "packed16_int8";
+    case QKMode::packed16_f16: return "packed16_f16";
+    case QKMode::f16: return "f16k";
+  }
+  return "?";
+}
+const char* vf_name(VFormat f) {
+  switch (f) {
+    case VFormat::f16: return "f16";
+    case VFormat::bf16: return "bf16";
+    case VFormat::q8_0: return "q8_0";
+    case VFormat::q4_0: return "q4_0";
+  }
+  return "?";
+}
+
+// Largest copy width (16/8/4/2) every row start of a plane is aligned to.
+int copy_width(const void* base, const Strides& s, int64_t row_bytes) {
+  int64_t g = reinterpret_cast<uintptr_t>(base) | s.seq | s.slot | s.head | row_bytes;
+  for (int w : {16, 8, 4}) {
+    if ((g & (w - 1)) == 0) return w;
+  }
+  return 2;
+}
+
+struct Plan {
+  const FaInstance* inst = nullptr;
+  int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
+  std::string name;
+};
+
+Status plan(const AttnParams& p, int device, Plan* out) {
+  PACKFA_TRY(validate(p));
+  const QKMode qk = qk_mode(p);
+  const int gqa = p.n_q_heads / p.n_kv_heads;
+  const int rows = gqa * p.nq;
+  // Smallest row class that holds all rows in one block; otherwise the largest, in groups.
+  int rclass = kNumRowClasses - 1;
+  for (int i = 0; i < kNumRowClasses; ++i) {
+    if (rows <= kRowClasses[i] && registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)]
+                                                  [static_cast<int>(p.v.format)][i].kernel) {
+      rclass = i;
+      break;
+    }
+  }
+  const FaInstance* inst =
+      &registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)][rclass];
+  if (!inst->kernel) {  // fall back to any compiled row class
+    for (int i = 0; i < kNumRowClasses && !inst->kernel; ++i)
+      inst = &registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)][i];
+  }
+  out->name = std::string("fa<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," + qk_name(qk) +
+              ",r" + std::to_string(inst->rows_per_block) + ">";
+  if (!inst->kernel) return {Code::not_compiled, out->name + " is not compiled in this build (PACKFA_INSTANCES)"};
+  out->inst = inst;
+  out->rows = rows;
+  out->row_groups = (rows + inst->rows_per_block - 1) / inst->rows_per_block;
+
+  DeviceFacts f;
+  PACKFA_TRY(device_facts(device, &f));
+  if (static_cast<size_t>(inst->smem_bytes) > f.smem_optin)
+    return {Code::unsupported, out->name + " needs " + std::to_string(inst->smem_bytes) +
+                                   " bytes of shared memory; the device allows " + std::to_string(f.smem_optin)};
+  // Split-KV: aim for ~4 blocks per multiprocessor, each split at least 128 keys.
+  const int64_t base_blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
+  int splits = p.num_splits;
+  if (splits <= 0) {
+    const int64_t want = (4LL * f.sms + base_blocks - 1) / base_blocks;
+    const int64_t cap = std::max<int64_t>(1, (p.max_kv_len + 127) / 128);
+    splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
+  }
+  const int64_t len = (p.max_kv_len + splits - 1) / splits;
+  out->split_len = static_cast<int>(std::max<int64_t>(32, (len + 31) / 32 * 32));
+  out->splits = static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len);
+  out->splits = std::max(1, out->splits);
+  out->rclass = rclass;
+  return Status::Ok();
+}
+
+size_t workspace_for(const AttnParams& p, const Plan& pl) {
+  if (pl.splits <= 1) return 0;
+  const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
+  return rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
+}
+
+// Grow-only per-device scratch used when the caller passes no workspace.
+Status internal_workspace(int device, size_t bytes, void* stream, void** out) {
+  static std::mutex mu;
+  static std::vector<std::pair<void*, size_t>> bufs;
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(bufs.size()) <= device) bufs.resize(device + 1, {nullptr, 0});
+  auto& b = bufs[device];
+  if (b.second < bytes) {
+#if defined(PACKFA_BACKEND_CUDA)
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(static_cast<gpuStream>(stream), &cs);
+    if (cs != cudaStreamCaptureStatusNone)
+      return invalid("workspace", "needed while the stream is being captured: pass a workspace of " +
+                                      std::to_string(bytes) + " bytes (fa_workspace_bytes)");
+#else
+    (void)stream;
+#endif
+    if (b.first) GPU(Free)(b.first);
+    b = {nullptr, 0};
+    auto e = GPU(Malloc)(&b.first, bytes);
+    if (e != GPU_SUCCESS) return {Code::out_of_memory, "workspace: cannot allocate " + std::to_string(bytes) + " bytes"};
+    b.second = bytes;
+  }
+  *out = b.first;
+  return Status::Ok();
+}
+
+Status set_smem_attr(const FaInstance* inst, int device) {
+  static std::mutex mu;
+  static std::vector<std::pair<int, const void*>> done;
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& d : done)
+    if (d.first == device && d.second == reinterpret_cast<const void*>(inst->kernel)) return Status::Ok();
+  auto e = GPU(FuncSetAttribute)(reinterpret_cast<const void*>(inst->kernel), GPU_ATTR_SMEM, inst->smem_bytes);
+  if (e != GPU_SUCCESS) return gpu_error("FuncSetAttribute(max dynamic shared memory)", e);
+  done.emplace_back(device, reinterpret_cast<const void*>(inst->kernel));
+  return Status::Ok();
+}
+
+int current_device() {
+  int d = 0;
+  GPU(GetDevice)(&d);
+  return d;
+}
+
+}  // namespace
+
+Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
+  if (!out) return invalid("out", "null");
+  Plan pl;
+  Status s = plan(p, device, &pl);
+  out->name = pl.name;
+  out->compiled = pl.inst != nullptr;
+  if (!s.ok()) {
+    out->why_not = s.message();
+    return s;
+  }
+  out->rows_per_block = pl.inst->rows_per_block;
+  out->row_groups = pl.row_groups;
+  out->num_splits = pl.splits;
+  return Status::Ok();
+}
+
+Status fa_workspace_bytes(const AttnParams& p, int device, size_t* bytes) {
+  if (!bytes) return invalid("bytes", "null");
+  Plan pl;
+  PACKFA_TRY(plan(p, device, &pl));
+  *bytes = workspace_for(p, pl);
+  return Status::Ok();
+}
+
+Status fa_packed16_forward(const AttnParams& p, void* stream) {
+  const int device = current_device();
+  Plan pl;
+  PACKFA_TRY(plan(p, device, &pl));
+
+  FaKernelParams kp{};
+  kp.batch = p.batch;
+  kp.nq = p.nq;
+  kp.n_q_heads = p.n_q_heads;
+  kp.n_kv_heads = p.n_kv_heads;
+  kp.head_dim = p.head_dim;
+  kp.gqa = p.n_q_heads / p.n_kv_heads;
+  kp.rows = pl.rows;
+  kp.row_groups = pl.row_groups;
+  kp.num_splits = pl.splits;
+  kp.split_len = pl.split_len;
+  kp.q = p.q.data;
+  kp.q_type = static_cast<int>(p.q.type);
+  kp.q_seq = p.q.seq_stride;
+  kp.q_row = p.q.row_stride;
+  kp.q_head = p.q.head_stride;
+  kp.k = static_cast<const char*>(p.k.data);
+  kp.k_seq = p.k.data_strides.seq;
+  kp.k_slot = p.k.data_strides.slot;
+  kp.k_head = p.k.data_strides.head;
+  const bool packed = p.k.format == KFormat::packed16;
+  kp.ks = packed ? static_cast<const char*>(p.k.scales) : kp.k;
+  kp.ks_seq = p.k.scale_strides.seq;
+  kp.ks_slot = p.k.scale_strides.slot;
+  kp.ks_head = p.k.scale_strides.head;
+  kp.k_block = packed ? p.k.block : 32;
+  kp.ks_width = packed ? copy_width(p.k.scales, p.k.scale_strides, 2 * p.head_dim / p.k.block) : 16;
+  kp.smooth = packed ? p.k.smooth_scale : nullptr;
+  kp.v = static_cast<const char*>(p.v.data);
+  kp.v_seq = p.v.strides.seq;
+  kp.v_slot = p.v.strides.slot;
+  kp.v_head = p.v.strides.head;
+  kp.v_width = copy_width(p.v.data, p.v.strides, v_row_bytes(p.v.format, p.head_dim));
+  kp.o = p.o.data;
+  kp.o_type = static_cast<int>(p.o.type);
+  kp.o_seq = p.o.seq_stride;
+  kp.o_row = p.o.row_stride;
+  kp.o_head = p.o.head_stride;
+  kp.lse = p.lse;
+  kp.kv_len = p.kv_len;
+  kp.q_pos = p.q_pos;
+  kp.scale = p.scale > 0.0f ? p.scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  kp.softcap = p.softcap;
+  kp.causal = p.causal ? 1 : 0;
+  kp.window = p.window;
+  kp.mask = p.mask;
+  kp.mask_seq = p.mask_seq_stride;
+  kp.mask_row = p.mask_row_stride;
+  kp.sinks = p.sinks;
+  if (p.alibi_max_bias > 0.0f) {
+    int n2 = 1;
+    while (n2 * 2 <= p.n_q_heads) n2 *= 2;
+    kp.alibi_n2 = n2;
+    kp.alibi_m0 = std::pow(2.0f, -p.alibi_max_bias / static_cast<float>(n2));
+    kp.alibi_m1 = std::pow(2.0f, -p.alibi_max_bias / 2.0f / static_cast<float>(n2));
+  }
+
+  const size_t ws = workspace_for(p, pl);
+  if (ws > 0) {
+    void* buf = p.workspace;
+    if (buf) {
+      if (p.workspace_bytes < ws)
+        return invalid("workspace_bytes", std::to_string(p.workspace_bytes) + " < " + std::to_string(ws) + " needed");
+    } else {
+      PACKFA_TRY(internal_workspace(device, ws, stream, &buf));
+    }
+    const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
+    kp.part_o = static_cast<float*>(buf);
+    kp.part_ml = kp.part_o + rows * p.head_dim;
+  }
+
+  PACKFA_TRY(set_smem_attr(pl.inst, device));
+  LaunchOptions opt;
+  opt.pdl = p.pdl;
+  const dim3 grid(pl.splits, p.n_kv_heads, p.batch * pl.row_groups);
+  PACKFA_TRY(launch(pl.inst->kernel, grid, dim3(pl.inst->threads), pl.inst->smem_bytes, stream, kp, opt));
+  if (pl.splits > 1) {
+    CombineParams cp{};
+    cp.batch = p.batch;
+    cp.nq = p.nq;
+    cp.n_q_heads = p.n_q_heads;
+    cp.head_dim = p.head_dim;
+    cp.num_splits = pl.splits;
+    cp.part_o = kp.part_o;
+    cp.part_ml = kp.part_ml;
+    cp.sinks = p.sinks;
+    cp.o = p.o.data;
+    cp.o_type = kp.o_type;
+    cp.o_seq = p.o.seq_stride;
+    cp.o_row = p.o.row_stride;
+    cp.o_head = p.o.head_stride;
+    cp.lse = p.lse;
+    const dim3 cgrid(static_cast<unsigned>(static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads));
+    PACKFA_TRY(launch(&device::fa_combine_kernel, cgrid, dim3(device::kCombineThreads), 0, stream, cp, opt));
+  }
+  return Status::Ok();
+}
+
+// ---- pack-on-write -----------------------------------------------------------------------------
+namespace {
+Status check_src(DType t, const void* src, const char* field) {
+  if (!src) return invalid(field, "null");
+  if (static_cast<int>(t) < 0 || static_cast<int>(t) > 2) return invalid("src_type", "unknown dtype");
+  return Status::Ok();
+}
+bool valid_head_dim(int d) { return head_dim_index(d) >= 0; }
+}  // namespace
+
+Status pack_k_packed16(const PackKParams& p, void* stream) {
+  if (p.n_tokens < 0) return invalid("n_tokens", "negative");
+  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
+  if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
+  PACKFA_TRY(check_src(p.src_type, p.src, "src"));
+  if (p.dst.format != KFormat::packed16) return invalid("dst.format", "must be packed16");
+  if (p.dst.block != 16 && p.dst.block != 32) return invalid("dst.block", "must be 16 or 32");
+  if (p.head_dim % p.dst.block) return invalid("dst.block", "must divide head_dim");
+  if (!p.dst.data) return invalid("dst.data", "null");
+  if (!p.dst.scales) return invalid("dst.scales", "null");
+  if ((reinterpret_cast<uintptr_t>(p.dst.data) | p.dst.data_strides.slot | p.dst.data_strides.head) & 15)
+    return invalid("dst.data_strides", "payload rows must start 16-byte aligned");
+  if ((reinterpret_cast<uintptr_t>(p.dst.scales) | p.dst.scale_strides.slot | p.dst.scale_strides.head) & 1)
+    return invalid("dst.scale_strides", "scale rows must be 2-byte aligned");
+  if (p.base_slot < 0) return invalid("base_slot", "negative");
+  if (p.n_tokens == 0) return Status::Ok();
+  device::PackKKernelParams kp{};
+  kp.n_tokens = p.n_tokens;
+  kp.n_kv_heads = p.n_kv_heads;
+  kp.head_dim = p.head_dim;
+  kp.block = p.dst.block;
+  kp.src_type = static_cast<int>(p.src_type);
+  kp.src = p.src;
+  kp.src_token = p.src_token_stride;
+  kp.src_head = p.src_head_stride;
+  kp.payload = static_cast<char*>(const_cast<void*>(p.dst.data));
+  kp.pay_slot = p.dst.data_strides.slot;
+  kp.pay_head = p.dst.data_strides.head;
+  kp.scales = static_cast<char*>(const_cast<void*>(p.dst.scales));
+  kp.sc_slot = p.dst.scale_strides.slot;
+  kp.sc_head = p.dst.scale_strides.head;
+  kp.slots = p.slots;
+  kp.base_slot = p.base_slot;
+  kp.shift = p.smooth_shift;
+  kp.chan_scale = p.dst.smooth_scale;
+  kp.counters = p.counters;
+  const int64_t items = static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * (p.head_dim / p.dst.block);
+  const dim3 grid(static_cast<unsigned>((items + device::kPackThreads - 1) / device::kPackThreads));
+  LaunchOptions opt;
+  opt.pdl = p.pdl;
+  return launch(&device::pack_k_kernel, grid, dim3(device::kPackThreads), 0, stream, kp, opt);
+}
+
+Status quantize_v(const QuantVParams& p, void* stream) {
+  if (p.n_tokens < 0) return invalid("n_tokens", "negative");
+  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
+  if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
+  PACKFA_TRY(check_src(p.src_type, p.src, "src"));
+  if (!p.dst.data) return invalid("dst.data", "null");
+  const bool ggml = p.dst.format == VFormat::q8_0 || p.dst.format == VFormat::q4_0;
+  if (static_cast<int>(p.dst.format) > 3) return invalid("dst.format", "unknown V format");
+  if (ggml && p.head_dim % 32) return invalid("head_dim", "q8_0/q4_0 need a multiple of 32");
+  if ((reinterpret_cast<uintptr_t>(p.dst.data) | p.dst.strides.slot | p.dst.strides.head) & 1)
+    return invalid("dst.strides", "rows must be 2-byte aligned");
+  if (p.base_slot < 0) return invalid("base_slot", "negative");
+  if (p.n_tokens == 0) return Status::Ok();
+  device::QuantVKernelParams kp{};
+  kp.n_tokens = p.n_tokens;
+  kp.n_kv_heads = p.n_kv_heads;
+  kp.head_dim = p.head_dim;
+  kp.src_type = static_cast<int>(p.src_type);
+  kp.src = p.src;
+  kp.src_token = p.src_token_stride;
+  kp.src_head = p.src_head_stride;
+  kp.dst_format = static_cast<int>(p.dst.format);
+  kp.dst = static_cast<char*>(const_cast<void*>(p.dst.data));
+  kp.dst_slot = p.dst.strides.slot;
+  kp.dst_head = p.dst.strides.head;
+  kp.slots = p.slots;
+  kp.base_slot = p.base_slot;
+  const int64_t items = static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * ((p.head_dim + 31) / 32);
+  const dim3 grid(static_cast<unsigned>((items + device::kPackThreads - 1) / device::kPackThreads));
+  LaunchOptions opt;
+  opt.pdl = p.pdl;
+  return launch(&device::quantize_v_kernel, grid, dim3(device::kPackThreads), 0, stream, kp, opt);
+}
+
+DeviceInfo device_info(int device) {
+  DeviceInfo info;
+  info.backend = GPU_BACKEND_NAME;
+  int n = 0;
+  auto e = GPU(GetDeviceCount)(&n);
+  if (e != GPU_SUCCESS || n <= device) {
+    info.why_absent = e != GPU_SUCCESS ? GPU(GetErrorString)(e) : "no device";
+    return info;
+  }
+  gpuDeviceProp prop;
+  if (GPU(GetDeviceProperties)(&prop, device) != GPU_SUCCESS) {
+    info.why_absent = "cannot read device properties";
+    return info;
+  }
+  info.present = true;
+  info.name = prop.name;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  return info;
+}
+
+}  // namespace packfa

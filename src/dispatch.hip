@@ -1,0 +1,1 @@
+#include "dispatch.cu"  // the same dispatcher, compiled for HIP
