@@ -1,0 +1,71 @@
+// packfa/reference.hpp — the fp64 CPU reference attention every GPU test compares against.
+//
+// All pointers of the AttnParams given here are HOST pointers (kv_len, q_pos, mask and
+// sinks included). Semantics (docs/format.md, "Attention semantics"):
+//   score_j = raw(q, k_j) * scale, scale = p.scale > 0 ? p.scale : 1/sqrt(head_dim)
+//   softcap:  s = softcap * tanh(s / softcap)                      (p.softcap > 0)
+//   mask:     s += float(fp16 mask[b*mask_seq_stride + i*mask_row_stride + j])  (-inf hides j)
+//   ALiBi:    s += slope_h * (j - pos)   (ggml slopes, p.alibi_max_bias > 0)
+//   visible:  j < kv_len[b] && (!causal || j <= pos) && (window == 0 || j > pos - window)
+//   pos = q_pos ? q_pos[b*nq + i] : kv_len[b] - nq + i
+//   sinks:    sinks[h] joins the softmax denominator (no value vector)
+//   LSE = ln(sum_visible e^s_j [+ e^sink_h]); O = sum p_j v_j; nothing visible and no
+//   sink: O = 0, LSE = -inf. GQA: q head h reads kv head h / (n_q_heads / n_kv_heads).
+// With K smoothing (k.smooth_scale and/or a shift at pack time) the scores are those of
+// the smoothed domain: real score - q·m * scale, and LSE shifts by the same amount;
+// probabilities and O are unchanged (up to quantization).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "packfa/api.hpp"
+#include "packfa/status.hpp"
+
+namespace packfa {
+
+enum class RefMode : uint8_t {
+  // Q as given (to double; times s if k.smooth_scale), K dequantized exactly in fp64
+  // (packed16: q*d; f16: the value), V dequantized, fp64 throughout. With f16 K: "true".
+  exact = 0,
+  // As the int8 kernel computes q·k: Q to fp32 (times s in fp32), quantized per block of
+  // 32 (quantize_q_int8), integer dot per K block, raw = sum_b isum_b * qd * kd_b.
+  // With f16 K this mode computes the fp16-Q dot (kernel_f16), as the kernel does.
+  kernel_int8 = 1,
+  // fp16-Q dot: qh = fp16(fp32 x * s); packed16: raw = sum_b kd_b * sum qh*q_k; f16 K:
+  // raw = sum qh*k.
+  kernel_f16 = 2,
+};
+const char* ref_mode_name(RefMode m);
+
+// o: [batch][nq][n_q_heads][head_dim] dense; lse: [batch][nq][n_q_heads] (either may be
+// null). Returns invalid_argument for structurally bad params (checked here, more
+// leniently than validate(): any head_dim that the K/V formats allow, no alignment).
+Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse);
+
+// Final logits (after scale, softcap, mask, ALiBi) of query row (b, i, head h) over keys
+// j = 0..kv_len[b]-1, -inf for keys that are not visible; *sink (optional) gets sinks[h]
+// or -inf. Probabilities = softmax over logits plus the sink.
+Status reference_logits(const AttnParams& p, RefMode mode, int b, int i, int h, std::vector<double>* logits,
+                        double* sink = nullptr);
+
+// Q-row quantization of the int8 kernel path, exactly: x (fp32, already times s) of n
+// values; per block of 32 (the last may be shorter): amax = max|x|; amax == 0 -> qd = 0,
+// q = 0; else qd = amax / 127.0f, inv = 127.0f / amax, q = clamp((int)roundf(x*inv), ±127).
+// qd gets ceil(n/32) scales.
+void quantize_q_int8(const float* x, int n, int8_t* q, float* qd);
+
+// ggml ALiBi slope of head h (n_q_heads heads, max_bias > 0).
+double alibi_slope(int h, int n_q_heads, float max_bias);
+
+// Textbook softmax(Q K^T * scale) V over dense double arrays (no mask, all keys visible):
+// q [nq][d], k [nk][d], v [nk][dv]; o [nq][dv], lse [nq] (natural log), probs [nq][nk]
+// (each output optional).
+void naive_attention(int nq, int nk, int d, int dv, const double* q, const double* k, const double* v,
+                     double scale, double* o, double* lse, double* probs = nullptr);
+
+// Numerically stable softmax / log-sum-exp over n doubles (-inf entries get 0).
+double log_sum_exp(const double* x, int n);
+void softmax(const double* x, int n, double* p);
+
+}  // namespace packfa

@@ -1,0 +1,276 @@
+// fp64 CPU reference attention (include/packfa/reference.hpp, docs/format.md).
+#include "packfa/reference.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "packfa/pack.hpp"
+
+namespace packfa {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+bool valid_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+Status check(const AttnParams& p, RefMode mode) {
+  if (mode != RefMode::exact && mode != RefMode::kernel_int8 && mode != RefMode::kernel_f16)
+    return invalid("mode", "unknown RefMode");
+  if (p.batch < 1) return invalid("batch", "must be >= 1");
+  if (p.nq < 1) return invalid("nq", "must be >= 1");
+  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
+  if (p.n_q_heads < 1 || p.n_q_heads % p.n_kv_heads) return invalid("n_q_heads", "must be a multiple of n_kv_heads");
+  if (p.head_dim < 1) return invalid("head_dim", "must be >= 1");
+  if (!p.q.data) return invalid("q.data", "is null");
+  if (!valid_dtype(p.q.type)) return invalid("q.type", "unknown dtype");
+  if (!p.k.data) return invalid("k.data", "is null");
+  if (!p.v.data) return invalid("v.data", "is null");
+  if (!p.kv_len) return invalid("kv_len", "is null");
+  if (p.k.format == KFormat::packed16) {
+    if (!p.k.scales) return invalid("k.scales", "is null");
+    if (p.k.block != 16 && p.k.block != 32) return invalid("k.block", "must be 16 or 32");
+    if (p.head_dim % p.k.block) return invalid("head_dim", "must be a multiple of k.block");
+  } else if (p.k.format != KFormat::f16) {
+    return invalid("k.format", "unknown format");
+  }
+  switch (p.v.format) {
+    case VFormat::f16:
+    case VFormat::bf16: break;
+    case VFormat::q8_0:
+    case VFormat::q4_0:
+      if (p.head_dim % kGgmlBlock) return invalid("head_dim", "q8_0/q4_0 V needs a multiple of 32");
+      break;
+    default: return invalid("v.format", "unknown format");
+  }
+  if (p.window < 0) return invalid("window", "must be >= 0");
+  if (!(p.softcap >= 0.0f)) return invalid("softcap", "must be >= 0");
+  if (!(p.scale >= 0.0f)) return invalid("scale", "must be >= 0");
+  for (int b = 0; b < p.batch; ++b) {
+    if (p.kv_len[b] < 0) return invalid("kv_len", "kv_len[" + std::to_string(b) + "] is negative");
+    if (p.max_kv_len > 0 && p.kv_len[b] > p.max_kv_len)
+      return invalid("kv_len", "kv_len[" + std::to_string(b) + "] exceeds max_kv_len");
+  }
+  return Status::Ok();
+}
+
+// Everything about one query row that does not depend on the key.
+struct QRow {
+  std::vector<double> qd;  // exact: q (times s) in double
+  std::vector<float> qf;   // fp32 x (times s)
+  std::vector<int8_t> qi;  // int8 Q
+  std::vector<float> qscale;
+  std::vector<double> qh;  // fp16-rounded Q
+};
+
+void load_q(const AttnParams& p, RefMode mode, int b, int i, int h, QRow* r) {
+  const int d = p.head_dim, g = h / (p.n_q_heads / p.n_kv_heads);
+  const int64_t base = b * p.q.seq_stride + i * p.q.row_stride + h * p.q.head_stride;
+  const float* s = p.k.smooth_scale ? p.k.smooth_scale + static_cast<int64_t>(g) * d : nullptr;
+  r->qd.resize(d);
+  r->qf.resize(d);
+  for (int c = 0; c < d; ++c) {
+    const float x = load_as_float(p.q.type, p.q.data, base + c);
+    r->qd[c] = s ? static_cast<double>(x) * static_cast<double>(s[c]) : static_cast<double>(x);
+    r->qf[c] = s ? x * s[c] : x;
+  }
+  if (mode == RefMode::exact) return;
+  if (mode == RefMode::kernel_int8 && p.k.format == KFormat::packed16) {
+    r->qi.resize(d);
+    r->qscale.resize((d + kQBlock - 1) / kQBlock);
+    quantize_q_int8(r->qf.data(), d, r->qi.data(), r->qscale.data());
+  } else {
+    r->qh.resize(d);
+    for (int c = 0; c < d; ++c) r->qh[c] = fp16_to_float(fp16_from_float(r->qf[c]));
+  }
+}
+
+double raw_score(const AttnParams& p, RefMode mode, const QRow& r, int b, int j, int g) {
+  const int d = p.head_dim;
+  const char* row = static_cast<const char*>(p.k.data) + b * p.k.data_strides.seq + j * p.k.data_strides.slot +
+                    g * p.k.data_strides.head;
+  if (p.k.format == KFormat::f16) {
+    const uint16_t* kh = reinterpret_cast<const uint16_t*>(row);
+    const std::vector<double>& q = mode == RefMode::exact ? r.qd : r.qh;
+    double acc = 0.0;
+    for (int c = 0; c < d; ++c) acc += q[c] * static_cast<double>(fp16_to_float(kh[c]));
+    return acc;
+  }
+  const int8_t* kq = reinterpret_cast<const int8_t*>(row);
+  const uint16_t* ks = reinterpret_cast<const uint16_t*>(static_cast<const char*>(p.k.scales) +
+                                                         b * p.k.scale_strides.seq + j * p.k.scale_strides.slot +
+                                                         g * p.k.scale_strides.head);
+  const int B = p.k.block;
+  double acc = 0.0;
+  for (int blk = 0; blk < d / B; ++blk) {
+    const double kd = fp16_to_float(ks[blk]);
+    const int c0 = blk * B;
+    if (mode == RefMode::kernel_int8) {
+      int64_t isum = 0;
+      for (int c = c0; c < c0 + B; ++c) isum += static_cast<int64_t>(r.qi[c]) * kq[c];
+      acc += static_cast<double>(isum) * static_cast<double>(r.qscale[c0 / kQBlock]) * kd;
+    } else if (mode == RefMode::kernel_f16) {
+      double part = 0.0;
+      for (int c = c0; c < c0 + B; ++c) part += r.qh[c] * kq[c];
+      acc += kd * part;
+    } else {
+      for (int c = c0; c < c0 + B; ++c) acc += r.qd[c] * (kq[c] * kd);
+    }
+  }
+  return acc;
+}
+
+// Logits of one row into out (size kv_len[b]); returns the sink logit or -inf.
+double row_logits(const AttnParams& p, RefMode mode, QRow* r, int b, int i, int h, std::vector<double>* out) {
+  const int L = p.kv_len[b];
+  const int g = h / (p.n_q_heads / p.n_kv_heads);
+  load_q(p, mode, b, i, h, r);
+  const int64_t pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + i] : static_cast<int64_t>(L) - p.nq + i;
+  const double scale = p.scale > 0.0f ? static_cast<double>(p.scale) : 1.0 / std::sqrt(static_cast<double>(p.head_dim));
+  const double slope = p.alibi_max_bias > 0.0f ? alibi_slope(h, p.n_q_heads, p.alibi_max_bias) : 0.0;
+  out->assign(L, kNegInf);
+  for (int j = 0; j < L; ++j) {
+    if (p.causal && j > pos) continue;
+    if (p.window > 0 && j <= pos - p.window) continue;
+    double m = 0.0;
+    if (p.mask) {
+      m = fp16_to_float(p.mask[b * p.mask_seq_stride + i * p.mask_row_stride + j]);
+      if (std::isinf(m) && m < 0) continue;
+    }
+    double s = raw_score(p, mode, *r, b, j, g) * scale;
+    if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
+    s += m;
+    if (p.alibi_max_bias > 0.0f) s += slope * static_cast<double>(j - pos);
+    (*out)[j] = s;
+  }
+  return p.sinks ? static_cast<double>(p.sinks[h]) : kNegInf;
+}
+
+}  // namespace
+
+const char* ref_mode_name(RefMode m) {
+  switch (m) {
+    case RefMode::exact: return "exact";
+    case RefMode::kernel_int8: return "kernel_int8";
+    case RefMode::kernel_f16: return "kernel_f16";
+  }
+  return "unknown";
+}
+
+double alibi_slope(int h, int n_q_heads, float max_bias) {
+  const int n2 = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(n_q_heads))));
+  const double m0 = std::pow(2.0, -static_cast<double>(max_bias) / n2);
+  const double m1 = std::pow(2.0, -static_cast<double>(max_bias) / 2.0 / n2);
+  return h < n2 ? std::pow(m0, h + 1) : std::pow(m1, 2 * (h - n2) + 1);
+}
+
+void quantize_q_int8(const float* x, int n, int8_t* q, float* qd) {
+  for (int b0 = 0, blk = 0; b0 < n; b0 += kQBlock, ++blk) {
+    const int e = b0 + kQBlock < n ? b0 + kQBlock : n;
+    float amax = 0.0f;
+    for (int c = b0; c < e; ++c) amax = std::fmax(amax, std::fabs(x[c]));
+    if (amax == 0.0f) {
+      qd[blk] = 0.0f;
+      for (int c = b0; c < e; ++c) q[c] = 0;
+      continue;
+    }
+    qd[blk] = amax / 127.0f;
+    const float inv = 127.0f / amax;
+    for (int c = b0; c < e; ++c) {
+      int v = static_cast<int>(std::roundf(x[c] * inv));
+      v = v < -127 ? -127 : (v > 127 ? 127 : v);
+      q[c] = static_cast<int8_t>(v);
+    }
+  }
+}
+
+double log_sum_exp(const double* x, int n) {
+  double mx = kNegInf;
+  for (int i = 0; i < n; ++i) mx = std::fmax(mx, x[i]);
+  if (std::isinf(mx) && mx < 0) return kNegInf;
+  double s = 0.0;
+  for (int i = 0; i < n; ++i) s += std::exp(x[i] - mx);
+  return mx + std::log(s);
+}
+
+void softmax(const double* x, int n, double* p) {
+  const double l = log_sum_exp(x, n);
+  for (int i = 0; i < n; ++i) p[i] = (std::isinf(l) && l < 0) ? 0.0 : std::exp(x[i] - l);
+}
+
+Status reference_logits(const AttnParams& p, RefMode mode, int b, int i, int h, std::vector<double>* logits,
+                        double* sink) {
+  PACKFA_TRY(check(p, mode));
+  if (b < 0 || b >= p.batch) return invalid("b", "out of range");
+  if (i < 0 || i >= p.nq) return invalid("i", "out of range");
+  if (h < 0 || h >= p.n_q_heads) return invalid("h", "out of range");
+  if (!logits) return invalid("logits", "is null");
+  QRow r;
+  const double s = row_logits(p, mode, &r, b, i, h, logits);
+  if (sink) *sink = s;
+  return Status::Ok();
+}
+
+Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse) {
+  PACKFA_TRY(check(p, mode));
+  const int d = p.head_dim, H = p.n_q_heads, group = p.n_q_heads / p.n_kv_heads;
+  if (o) o->assign(static_cast<size_t>(p.batch) * p.nq * H * d, 0.0);
+  if (lse) lse->assign(static_cast<size_t>(p.batch) * p.nq * H, kNegInf);
+  QRow r;
+  std::vector<double> logits, vrow(d);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int i = 0; i < p.nq; ++i) {
+      for (int h = 0; h < H; ++h) {
+        const double sink = row_logits(p, mode, &r, b, i, h, &logits);
+        const int L = static_cast<int>(logits.size());
+        double mx = sink;
+        for (double s : logits) mx = std::fmax(mx, s);
+        const size_t row = (static_cast<size_t>(b) * p.nq + i) * H + h;
+        if (std::isinf(mx) && mx < 0) continue;  // nothing visible, no sink: O = 0, LSE = -inf
+        double denom = std::exp(sink - mx);
+        for (double s : logits) denom += std::exp(s - mx);
+        const double l = mx + std::log(denom);
+        if (lse) (*lse)[row] = l;
+        if (!o) continue;
+        double* out = o->data() + row * d;
+        const int g = h / group;
+        for (int j = 0; j < L; ++j) {
+          if (std::isinf(logits[j]) && logits[j] < 0) continue;
+          const double pj = std::exp(logits[j] - l);
+          const char* vr = static_cast<const char*>(p.v.data) + b * p.v.strides.seq + j * p.v.strides.slot +
+                           g * p.v.strides.head;
+          dequantize_v_row(p.v.format, vr, d, vrow.data());
+          for (int c = 0; c < d; ++c) out[c] += pj * vrow[c];
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void naive_attention(int nq, int nk, int d, int dv, const double* q, const double* k, const double* v, double scale,
+                     double* o, double* lse, double* probs) {
+  std::vector<double> s(nk), pr(nk);
+  for (int i = 0; i < nq; ++i) {
+    for (int j = 0; j < nk; ++j) {
+      double acc = 0.0;
+      for (int c = 0; c < d; ++c) acc += q[i * d + c] * k[j * d + c];
+      s[j] = acc * scale;
+    }
+    double mx = kNegInf;
+    for (int j = 0; j < nk; ++j) mx = std::fmax(mx, s[j]);
+    double sum = 0.0;
+    for (int j = 0; j < nk; ++j) sum += std::exp(s[j] - mx);
+    for (int j = 0; j < nk; ++j) pr[j] = std::exp(s[j] - mx) / sum;
+    if (lse) lse[i] = mx + std::log(sum);
+    if (probs)
+      for (int j = 0; j < nk; ++j) probs[i * nk + j] = pr[j];
+    if (o)
+      for (int c = 0; c < dv; ++c) {
+        double acc = 0.0;
+        for (int j = 0; j < nk; ++j) acc += pr[j] * v[j * dv + c];
+        o[i * dv + c] = acc;
+      }
+  }
+}
+
+}  // namespace packfa
