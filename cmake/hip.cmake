@@ -188,8 +188,20 @@ function(packfa_add_hip_library target)
     file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${abs})
     string(REGEX REPLACE "[^A-Za-z0-9_.]" "_" stem "${rel}")
     set(obj ${CMAKE_CURRENT_BINARY_DIR}/${target}.hip/${stem}.o)
+    # Per-source settings (e.g. PACKFA_LEAN_INSTANCES from cmake/kernels.cmake) apply here too.
+    set(src_flags)
+    get_source_file_property(src_defs ${src} COMPILE_DEFINITIONS)
+    if(src_defs)
+      foreach(d ${src_defs})
+        list(APPEND src_flags -D${d})
+      endforeach()
+    endif()
+    get_source_file_property(src_opts ${src} COMPILE_OPTIONS)
+    if(src_opts)
+      list(APPEND src_flags ${src_opts})
+    endif()
     add_custom_command(OUTPUT ${obj}
-      COMMAND ${launcher} ${PACKFA_HIP_CLANG} ${flags} -MD -MF ${obj}.d -c ${abs} -o ${obj}
+      COMMAND ${launcher} ${PACKFA_HIP_CLANG} ${flags} ${src_flags} -MD -MF ${obj}.d -c ${abs} -o ${obj}
       MAIN_DEPENDENCY ${abs}
       DEPFILE ${obj}.d
       COMMENT "HIP ${rel} (${PACKFA_HIP_TARGETS})"
