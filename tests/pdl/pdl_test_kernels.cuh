@@ -1,5 +1,6 @@
 // Test kernels for the PDL detectors: good stages and planted bugs.
-// Include from exactly ONE translation unit per binary (the kernels have external linkage).
+// Include from exactly ONE translation unit per binary (the kernels have external linkage);
+// other units define PDL_TEST_TYPES_ONLY first to get only the params types and mix().
 // Also compiled to PTX by tests/isa/pdl.cmake for the static checker (planted_ptx.cu).
 #pragma once
 
@@ -45,6 +46,7 @@ __host__ __device__ inline uint32_t mix(uint32_t x, uint32_t salt) {
 
 }  // namespace pdl_test
 
+#ifndef PDL_TEST_TYPES_ONLY
 // ---- good kernels -------------------------------------------------------------------------------
 // Trigger first (in the stress build the producer then lingers ~tens of µs), wait on every path
 // (the early exit too), then touch global memory.
@@ -107,3 +109,4 @@ __global__ void pdl_bug_exit_before_wait(pdl_test::StageParams p) {
   packfa::pdl::wait();
   p.out[i] = pdl_test::mix(p.in[i], p.salt);
 }
+#endif  // PDL_TEST_TYPES_ONLY
