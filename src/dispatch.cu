@@ -8,9 +8,8 @@
 #include <vector>
 
 #include "packfa/api.hpp"
-#include "packfa/device/combine.hpp"
 #include "packfa/device/fa_instances.hpp"
-#include "packfa/device/pack.hpp"
+#include "packfa/device/pack_params.hpp"
 #include "packfa/launch.hpp"
 
 #if defined(PACKFA_BACKEND_HIP)
@@ -30,6 +29,11 @@ using gpuDeviceProp = cudaDeviceProp;
 #endif
 
 namespace packfa {
+namespace detail {  // kernels/pack.*, kernels/combine.*
+Status launch_pack_k(const device::PackKKernelParams& kp, int64_t items, void* stream, int pdl);
+Status launch_quantize_v(const device::QuantVKernelParams& kp, int64_t items, void* stream, int pdl);
+Status launch_combine(const CombineParams& cp, int64_t rows, void* stream, int pdl);
+}  // namespace detail
 namespace {
 
 Status gpu_error(const char* what, decltype(GPU(Success)) e) {
@@ -334,8 +338,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
     cp.o_row = p.o.row_stride;
     cp.o_head = p.o.head_stride;
     cp.lse = p.lse;
-    const dim3 cgrid(static_cast<unsigned>(static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads));
-    PACKFA_TRY(launch(&device::fa_combine_kernel, cgrid, dim3(device::kCombineThreads), 0, stream, cp, opt));
+    PACKFA_TRY(detail::launch_combine(cp, static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads, stream, p.pdl));
   }
   return Status::Ok();
 }
@@ -386,11 +389,8 @@ Status pack_k_packed16(const PackKParams& p, void* stream) {
   kp.shift = p.smooth_shift;
   kp.chan_scale = p.dst.smooth_scale;
   kp.counters = p.counters;
-  const int64_t items = static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * (p.head_dim / p.dst.block);
-  const dim3 grid(static_cast<unsigned>((items + device::kPackThreads - 1) / device::kPackThreads));
-  LaunchOptions opt;
-  opt.pdl = p.pdl;
-  return launch(&device::pack_k_kernel, grid, dim3(device::kPackThreads), 0, stream, kp, opt);
+  return detail::launch_pack_k(kp, static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * (p.head_dim / p.dst.block),
+                               stream, p.pdl);
 }
 
 Status quantize_v(const QuantVParams& p, void* stream) {
@@ -420,11 +420,8 @@ Status quantize_v(const QuantVParams& p, void* stream) {
   kp.dst_head = p.dst.strides.head;
   kp.slots = p.slots;
   kp.base_slot = p.base_slot;
-  const int64_t items = static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * ((p.head_dim + 31) / 32);
-  const dim3 grid(static_cast<unsigned>((items + device::kPackThreads - 1) / device::kPackThreads));
-  LaunchOptions opt;
-  opt.pdl = p.pdl;
-  return launch(&device::quantize_v_kernel, grid, dim3(device::kPackThreads), 0, stream, kp, opt);
+  return detail::launch_quantize_v(kp, static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * ((p.head_dim + 31) / 32),
+                                   stream, p.pdl);
 }
 
 DeviceInfo device_info(int device) {

@@ -5,29 +5,14 @@
 
 #include "packfa/device/arch.hpp"
 #include "packfa/device/fa_packed16.hpp"
+#include "packfa/device/pack_params.hpp"
 #include "packfa/format.hpp"
 #include "packfa/pdl.hpp"
 
 namespace packfa::device {
 
-constexpr int kPackThreads = 128;
 
-struct PackKKernelParams {
-  static constexpr bool pdl_aware = true;
-  int n_tokens, n_kv_heads, head_dim, block;
-  int src_type;
-  const void* src;
-  int64_t src_token, src_head;  // elements
-  char* payload;
-  int64_t pay_slot, pay_head;   // bytes
-  char* scales;
-  int64_t sc_slot, sc_head;     // bytes
-  const int32_t* slots;
-  int64_t base_slot;
-  const float* shift;           // m [n_kv_heads][D] or null
-  const float* chan_scale;      // s [n_kv_heads][D] or null
-  int* counters;                // [nonfinite, overflow] or null
-};
+
 
 // One thread per (token, kv head, block).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) pack_k_kernel(const PackKKernelParams p) {
@@ -76,18 +61,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) pack_k_kernel(const Pac
   }
 }
 
-struct QuantVKernelParams {
-  static constexpr bool pdl_aware = true;
-  int n_tokens, n_kv_heads, head_dim;
-  int src_type;
-  const void* src;
-  int64_t src_token, src_head;  // elements
-  int dst_format;               // VFormat
-  char* dst;
-  int64_t dst_slot, dst_head;   // bytes
-  const int32_t* slots;
-  int64_t base_slot;
-};
+
 
 // One thread per (token, kv head, 32-value block).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const QuantVKernelParams p) {
