@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
 
   void (*kernels[3])(TinyParams) = {tiny_kernel<kAtStart>, tiny_kernel<kAtEnd>, tiny_kernel<kImplicit>};
   const packfa::pdl::Decision dec = packfa::pdl::query(kernels[0], 1);
+  for (auto k : kernels) (void)packfa::pdl::query(k, 1);  // probe outside stream capture
   std::printf("%s (CC %d.%d), chain of %d kernels, %d block(s) x %d threads, median of %d reps\n", dev.prop.name,
               dev.prop.major, dev.prop.minor, n, blocks, threads, reps);
   std::printf("PDL for these kernels: %s\n\n", dec.why.c_str());

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   std::printf("%s (CC %d.%d), %d SMs; chains of %d kernels in a graph, work %d, median of %d reps\n",
               dev.prop.name, dev.prop.major, dev.prop.minor, sms, n, work, reps);
   std::printf("PDL: %s\n\n", packfa::pdl::query(kKernels[0], 1).why.c_str());
+  for (KernelFn k : kKernels) (void)packfa::pdl::query(k, 1);  // probe outside stream capture
 
   std::vector<std::string> jrows;
   std::string best_summary;

@@ -272,6 +272,28 @@ Status launch_raw(const void* kernel, dim3 grid, dim3 block, size_t smem_bytes, 
   cudaError_t e = cudaLaunchKernelExC(&cfg, kernel, args);
   if (e == cudaSuccess) e = cudaGetLastError();
   else (void)cudaGetLastError();
+  if (e != cudaSuccess && active) {
+    // Fail closed: if the runtime rejects the attribute in this context (some stream kind or
+    // driver), a plain launch is always correct. A genuine configuration error fails again.
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(cfg.stream, &cs) != cudaSuccess) (void)cudaGetLastError();
+    if (cs != cudaStreamCaptureStatusInvalidated) {
+      cfg.attrs = nullptr;
+      cfg.numAttrs = 0;
+      const cudaError_t e2 = cudaLaunchKernelExC(&cfg, kernel, args);
+      const cudaError_t e3 = e2 == cudaSuccess ? cudaGetLastError() : (static_cast<void>(cudaGetLastError()), e2);
+      if (e3 == cudaSuccess) {
+        if (opt.decision) {
+          opt.decision->active = false;
+          opt.decision->why = std::string("launch with the PDL attribute failed (") + cudaGetErrorName(e) +
+                              "), launched plain";
+        }
+        return Status::Ok();
+      }
+      active = false;
+      e = e3;
+    }
+  }
   if (e != cudaSuccess)
     return Status(Code::device_error, "launch(grid " + dims(grid) + ", block " + dims(block) + ", smem " +
                                           std::to_string(smem_bytes) + (active ? ", pdl" : "") + "): " +

@@ -133,6 +133,7 @@ TEST_CASE("planted bug inside a graph: reported", "[pdl][graph][planted]") {
   REQUIRE(b.ok());
   cudaStream_t s;
   PDL_CUDA_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  (void)packfa::pdl::query(pdl_bug_read_before_wait, 1);  // probe outside the capture
   if (!packfa::pdl::query(pdl_stage, 1).active) {
     WARN("PDL inactive here");
     cudaStreamDestroy(s);

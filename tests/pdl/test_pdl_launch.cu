@@ -212,15 +212,22 @@ TEST_CASE("launch() errors come back as Status", "[pdl][launch]") {
   pdl_test::ChainBuffers b(64);
   REQUIRE(b.ok());
   StageParams p{b.in, b.out, b.n, 1u};
+  cudaStream_t s;
+  PDL_CUDA_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   // 4096 threads per block is an invalid configuration on every NVIDIA GPU.
-  const packfa::Status bad = packfa::launch(pdl_stage, dim3(1), dim3(4096), 0, nullptr, p, {1});
+  const packfa::Status bad = packfa::launch(pdl_stage, dim3(1), dim3(4096), 0, s, p, {1});
   INFO(bad.to_string());
   CHECK(bad.code() == packfa::Code::device_error);
   CHECK(bad.message().find("4096x1x1") != std::string::npos);
   CHECK(cudaGetLastError() == cudaSuccess);  // the error was consumed, not left sticky
   // a later good launch still works
+  PDL_STATUS_REQUIRE(packfa::launch(pdl_stage, dim3(1), dim3(64), 0, s, p, {1}));
+  PDL_CUDA_REQUIRE(cudaStreamSynchronize(s));
+  // the legacy default stream works too (with or without the attribute)
+  PDL_STATUS_REQUIRE(packfa::launch(pdl_stage, dim3(1), dim3(64), 0, nullptr, p, {1}));
   PDL_STATUS_REQUIRE(packfa::launch(pdl_stage, dim3(1), dim3(64), 0, nullptr, p, {1}));
   PDL_CUDA_REQUIRE(cudaDeviceSynchronize());
+  cudaStreamDestroy(s);
   void (*null_kernel)(StageParams) = nullptr;
   CHECK(packfa::launch(null_kernel, dim3(1), dim3(1), 0, nullptr, p).code() == packfa::Code::invalid_argument);
 }
