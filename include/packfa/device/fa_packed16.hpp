@@ -38,7 +38,7 @@ struct FaTraits {
   static constexpr bool kInt8Q = QK == QKMode::packed16_int8;
   static constexpr int kKRowBytes = QK == QKMode::f16 ? 2 * D : D;
   static constexpr int kKPitch = kKRowBytes + 16;  // 16-byte aligned rows, conflict-free LDS.128
-  static constexpr int kScalePitch = 2 * D / 16 + 4;  // room for block 16; u16 reads
+  static constexpr int kScalePitch = (D / 8 + 7) / 8 * 8 + 8;  // room for block 16; 8-byte copies
   static constexpr int kVRowBytes = static_cast<int>(VF == VFormat::q8_0   ? D / 32 * 34
                                                      : VF == VFormat::q4_0 ? D / 32 * 18
                                                                            : 2 * D);
