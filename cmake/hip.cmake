@@ -47,6 +47,8 @@ find_program(PACKFA_LLVM_OBJDUMP NAMES llvm-objdump-19 llvm-objdump HINTS ${_pac
 find_program(PACKFA_LLVM_READELF NAMES llvm-readelf-19 llvm-readelf HINTS ${_packfa_llvm_hints})
 find_program(PACKFA_LLVM_OBJCOPY NAMES llvm-objcopy-19 llvm-objcopy HINTS ${_packfa_llvm_hints})
 find_program(PACKFA_OFFLOAD_BUNDLER NAMES clang-offload-bundler-19 clang-offload-bundler HINTS ${_packfa_llvm_hints})
+find_program(PACKFA_LLVM_CXXFILT NAMES llvm-cxxfilt-19 llvm-cxxfilt c++filt HINTS ${_packfa_llvm_hints})
+mark_as_advanced(PACKFA_LLVM_OBJDUMP PACKFA_LLVM_READELF PACKFA_LLVM_OBJCOPY PACKFA_OFFLOAD_BUNDLER PACKFA_LLVM_CXXFILT)
 
 # ---- standard path: CMake's HIP language (ROCm 6.x) ----------------------------------------
 if(NOT PACKFA_HIP_SHIM AND NOT (DEFINED PACKFA_ENABLE_HIP AND NOT PACKFA_ENABLE_HIP))
@@ -57,7 +59,7 @@ if(NOT PACKFA_HIP_SHIM AND NOT (DEFINED PACKFA_ENABLE_HIP AND NOT PACKFA_ENABLE_
       set(CMAKE_HIP_ARCHITECTURES "${_packfa_hip_archs}")
     endif()
     enable_language(HIP)
-    find_package(hip CONFIG QUIET)
+    find_package(hip CONFIG QUIET HINTS $ENV{ROCM_PATH} /opt/rocm)  # hip::host
     set(PACKFA_HIP_TOOLCHAIN_FOUND ON)
     set(PACKFA_HIP_MODE "standard")
   endif()
