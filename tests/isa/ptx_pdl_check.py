@@ -88,6 +88,8 @@ def strip_comments(src: str) -> str:
 
 
 def split_operands(s: str) -> list[str]:
+    if "[" not in s and "{" not in s and "(" not in s:
+        return [x.strip() for x in s.split(",") if x.strip()]
     out, depth, cur = [], 0, []
     for ch in s:
         if ch in "[{(":

@@ -61,6 +61,15 @@ __global__ void pdl_stage(pdl_test::StageParams p) {
   p.out[i] = pdl_test::mix(p.in[i], p.salt);
 }
 
+// Correct too, trigger at the end: used where the consumer must reach its reads right after
+// its wait returns (no stress spin in between), e.g. the A -> B -> C demonstration.
+__global__ void pdl_stage_late_trigger(pdl_test::StageParams p) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  packfa::pdl::wait();
+  if (i < p.n) p.out[i] = pdl_test::mix(p.in[i], p.salt);
+  packfa::pdl::launch_dependents();
+}
+
 __global__ void pdl_stage_unaware(pdl_test::UnawareParams p) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   packfa::pdl::launch_dependents();
@@ -79,10 +88,13 @@ __global__ void pdl_stage_with_table(pdl_test::TableParams p) {
 }
 
 // ---- planted bugs ---------------------------------------------------------------------------------
+// The bugs never call launch_dependents(): in the stress build a trigger spins, which would
+// delay the buggy read past the producer's writes and hide the race (as it would in any kernel
+// that triggers before its first access; that is not a correctness argument, just timing).
+
 // Bug 1: the first read of predecessor data comes before the wait.
 __global__ void pdl_bug_read_before_wait(pdl_test::StageParams p) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  packfa::pdl::launch_dependents();
   if (i >= p.n) {
     packfa::pdl::wait();
     return;
@@ -95,7 +107,6 @@ __global__ void pdl_bug_read_before_wait(pdl_test::StageParams p) {
 // Bug 2: never waits.
 __global__ void pdl_bug_no_wait(pdl_test::StageParams p) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  packfa::pdl::launch_dependents();
   if (i < p.n) p.out[i] = pdl_test::mix(p.in[i], p.salt);
 }
 

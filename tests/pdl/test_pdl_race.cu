@@ -134,7 +134,8 @@ TEST_CASE("wait covers the direct predecessor only: A -> B -> C, C reads A", "[p
     return [&, middle](cudaStream_t st, int pdl) -> packfa::Status {
       PACKFA_TRY(packfa::launch(pdl_stage, grid, block, 0, st, StageParams{b.in, b.mid, b.n, 1u}, {pdl}));     // A
       PACKFA_TRY(packfa::launch(middle, grid, block, 0, st, StageParams{b.in, b.mid2, b.n, 2u}, {pdl}));       // B
-      return packfa::launch(pdl_stage, grid, block, 0, st, StageParams{b.mid, b.out, b.n, 3u}, {pdl});         // C
+      return packfa::launch(pdl_stage_late_trigger, grid, block, 0, st, StageParams{b.mid, b.out, b.n, 3u},
+                            {pdl});  // C: reads A's output right after its wait
     };
   };
   const std::vector<Region> written = {{b.mid, b.bytes()}, {b.mid2, b.bytes()}, {b.out, b.bytes()}};
