@@ -384,15 +384,24 @@ ChainResult chain_bench(int reps) {
 int main(int argc, char** argv) {
   std::string json;
   bool quick = false, chain_only = false;
-  int reps = 60;
+  int reps = 60, only_kv = 0, only_nq = 0, only_d = 0;
+  std::string only_v;
+  bool no_base = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--kv" && i + 1 < argc) only_kv = std::atoi(argv[++i]);
+    else if (a == "--nq" && i + 1 < argc) only_nq = std::atoi(argv[++i]);
+    else if (a == "--d" && i + 1 < argc) only_d = std::atoi(argv[++i]);
+    else if (a == "--v" && i + 1 < argc) only_v = argv[++i];
+    else if (a == "--no-baseline") no_base = true;
     else if (a == "--quick") quick = true;
     else if (a == "--chain-only") chain_only = true;
     else if (a == "--reps" && i + 1 < argc) reps = std::max(50, std::atoi(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n");
+      std::fprintf(stderr,
+                   "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n"
+                   "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0] [--no-baseline]\n");
       return 2;
     }
   }
@@ -425,10 +434,13 @@ int main(int argc, char** argv) {
   std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s  %s\n", "D", "H/G", "nq", "batch", "kv", "V",
               "dot", "us", "MB", "GB/s", "%copy", "f16K us", "speedup", "kernel");
   for (const Case& c : cases) {
+    if ((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
+        (!only_v.empty() && only_v != vname(c.vf)))
+      continue;
     const Measured m = run(c, reps, prop.l2CacheSize);
     Case base = c;
     base.kf = KFormat::f16;
-    const Measured mb = run(base, reps, prop.l2CacheSize);
+    const Measured mb = no_base ? m : run(base, reps, prop.l2CacheSize);
     const double pct = 100.0 * m.gbs / copy;
     std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s %-6s %9.1f %9.1f %8.0f %5.1f%% %9.1f %6.2fx  %s s=%d\n", c.D, c.H, c.G, c.nq,
                 c.batch, c.kv, vname(c.vf), "int8", m.us, m.bytes / 1e6, m.gbs, pct, mb.us, mb.us / m.us,
@@ -443,7 +455,7 @@ int main(int argc, char** argv) {
                   pct, m.splits, m.kernel.c_str(), mb.us, mb.gbs, 100.0 * mb.gbs / copy, mb.us / m.us);
     rows += buf;
   }
-  const ChainResult ch = chain_bench(reps);
+  const ChainResult ch = (only_kv || only_nq || only_d || !only_v.empty()) ? ChainResult{} : chain_bench(reps);
   std::printf("\nchain pack->attention->combine, kv=4096 D=128 32/8 q8_0 (us per step):\n"
               "  stream PDL off %.2f | stream PDL on %.2f | graph PDL off %.2f | graph PDL on %.2f\n",
               ch.stream_off, ch.stream_on, ch.graph_off, ch.graph_on);

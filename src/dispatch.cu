@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "packfa/api.hpp"
+#include "packfa/device/combine_limits.hpp"
 #include "packfa/device/fa_instances.hpp"
 #include "packfa/device/pack_params.hpp"
 #include "packfa/launch.hpp"
@@ -150,15 +151,15 @@ Status plan(const AttnParams& p, int device, Plan* out) {
                                    " bytes of shared memory; the device allows " + std::to_string(f.smem_optin)};
   // Split-KV: aim for ~4 blocks per multiprocessor, each split at least 128 keys.
   const int64_t base_blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
-  int splits = p.num_splits;
+  int splits = std::min(p.num_splits, device::kMaxSplits);
   if (splits <= 0) {
     const int64_t want = (4LL * f.sms + base_blocks - 1) / base_blocks;
-    const int64_t cap = std::max<int64_t>(1, (p.max_kv_len + 127) / 128);
+    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, (p.max_kv_len + 127) / 128));
     splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
   }
   const int64_t len = (p.max_kv_len + splits - 1) / splits;
   out->split_len = static_cast<int>(std::max<int64_t>(32, (len + 31) / 32 * 32));
-  out->splits = static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len);
+  out->splits = static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len);  // <= kMaxSplits
   out->splits = std::max(1, out->splits);
   out->rclass = rclass;
   return Status::Ok();
@@ -307,6 +308,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   if (ws > 0) {
     void* buf = p.workspace;
     if (buf) {
+      if (reinterpret_cast<uintptr_t>(buf) & 15) return invalid("workspace", "must be 16-byte aligned");
       if (p.workspace_bytes < ws)
         return invalid("workspace_bytes", std::to_string(p.workspace_bytes) + " < " + std::to_string(ws) + " needed");
     } else {

@@ -208,31 +208,28 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   }
   __syncthreads();
 
-  // Q: one thread per (row, 32-block); int8 mode quantizes, fp16 modes round to fp16.
+  // Q: all threads load (coalesced) into fp32 scratch (the loop buffers are still free),
+  // then one thread per (row, 32-block) quantizes (int8 mode) or rounds to fp16.
+  float* qtmp = reinterpret_cast<float*>(loop_smem);
+  for (int item = tid; item < RMAX * D; item += T::kThreads) {
+    const int r = item / D, d = item - r * D;
+    float x = 0.0f;
+    if (r < nrows) {
+      const int64_t idx = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(rinfo[r].qi) * p.q_row +
+                          static_cast<int64_t>(rinfo[r].head) * p.q_head + d;
+      x = load_as_float(p.q, p.q_type, idx);
+      if (p.smooth) x *= p.smooth[static_cast<int64_t>(kvh) * D + d];
+    }
+    qtmp[item] = x;
+  }
+  __syncthreads();
   for (int item = tid; item < RMAX * T::kQBlocks; item += T::kThreads) {
     const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks;
     const int d0 = qb * 32, n = min(32, D - d0);
-    float x[32];
-    if (r < nrows) {
-      const int64_t base = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(rinfo[r].qi) * p.q_row +
-                           static_cast<int64_t>(rinfo[r].head) * p.q_head + d0;
-      const float* s = p.smooth ? p.smooth + static_cast<int64_t>(kvh) * D + d0 : nullptr;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        x[i] = 0.0f;
-        if (i < n) {
-          x[i] = load_as_float(p.q, p.q_type, base + i);
-          if (s) x[i] *= s[i];
-        }
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 32; ++i) x[i] = 0.0f;
-    }
+    const float* x = qtmp + r * D + d0;
     if constexpr (T::kInt8Q) {
       float amax = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(x[i]));
+      for (int i = 0; i < n; ++i) amax = fmaxf(amax, fabsf(x[i]));
       const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
       int8_t* qrow = reinterpret_cast<int8_t*>(q_smem) + r * D + d0;
       for (int i = 0; i < n; ++i) {
@@ -427,9 +424,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     }
 
     // ---- options, visibility, online softmax (log2 domain) ------------------------------------
+    // All RMAX rows (rows >= nrows hold zeros and are never written out): no early exit,
+    // so the rows' independent shuffle chains overlap.
 #pragma unroll
     for (int r = 0; r < RMAX; ++r) {
-      if (r >= nrows) break;
       const RowInfo ri = rinfo[r];
       float x = s[r];
       if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
@@ -454,6 +452,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     // ---- P·V: lane = kDpl dims --------------------------------------------------------------
     if (lane < T::kPvLanes) {
       const int dim0 = lane * T::kDpl;
+#pragma unroll 4
       for (int t = 0; t < nvalid; ++t) {
         float v[T::kDpl], vd;
         load_v<VF, T::kDpl>(v_sm + t * T::kVPitch, dim0, v, vd);
