@@ -183,6 +183,42 @@ PACKFA_DEV float exp2_fast(float x) {
 // Round to nearest, ties away from zero (matches std::round on the host).
 PACKFA_DEV int round_to_int(float x) { return static_cast<int>(roundf(x)); }
 
+// ---- tensor-core tiles (NVIDIA sm_80+) ------------------------------------------------------
+// P·V runs on mma.sync where it exists; kHasMmaF16 = false selects the scalar path (HIP,
+// older NVIDIA). The fragment layouts are those of PTX mma.m16n8k16 / ldmatrix.
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+constexpr bool kHasMmaF16 = true;
+#else
+constexpr bool kHasMmaF16 = false;
+#endif
+
+// c (16x8 fp32) += a (16x16 fp16, row) * b (16x8 fp16, col); a: 4 regs, b: 2 regs.
+PACKFA_DEV void mma_16x8x16_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)c; (void)a; (void)b0; (void)b1;
+#endif
+}
+// Four 8x8 fp16 matrices from shared memory, transposed (lane l gives row address l).
+PACKFA_DEV void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+#else
+  (void)r; (void)smem;
+#endif
+}
+// Two floats -> packed fp16 pair (low half first), round to nearest even.
+PACKFA_DEV uint32_t pack_half2(float lo, float hi) {
+  return static_cast<uint32_t>(float_to_half(lo)) | (static_cast<uint32_t>(float_to_half(hi)) << 16);
+}
+
 // ---- global -> shared copies ------------------------------------------------------------
 // NVIDIA (sm_80+): cp.async, so a tile streams in while the previous one is computed.
 // Elsewhere: an ordinary load + store (synchronous; correctness identical).

@@ -42,9 +42,15 @@ struct FaTraits {
   static constexpr int kVRowBytes = static_cast<int>(VF == VFormat::q8_0   ? D / 32 * 34
                                                      : VF == VFormat::q4_0 ? D / 32 * 18
                                                                            : 2 * D);
-  static constexpr int kVPitch = (kVRowBytes + 15) / 16 * 16;
+  // fp16/bf16 rows get 16 bytes of padding so ldmatrix row reads hit distinct banks.
+  static constexpr int kVPitch = (kVRowBytes + 15) / 16 * 16 + (VF == VFormat::f16 || VF == VFormat::bf16 ? 16 : 0);
+  // Tensor-core P·V (NVIDIA): bf16 V stays scalar (fp16 operands cannot hold its range);
+  // q8_0/q4_0 rows are dequantized to fp16, 16 keys at a time, into the dead K buffer.
+  static constexpr bool kMmaPv = arch::kHasMmaF16 && VF != VFormat::bf16;
+  static constexpr int kConvPitch = 2 * D + 16;
+  static_assert(16 * kConvPitch <= kChunk * kKPitch, "fp16 V half-chunk must fit in the K buffer");
   static constexpr int kStageBytes = kChunk * (kKPitch + (QK == QKMode::f16 ? 0 : kScalePitch) + kVPitch);
-  static constexpr int kPBytes = kChunk * RMAX * 4;
+  static constexpr int kPBytes = kChunk * RMAX * 4 + RMAX * 4;  // P [key][row] + row corrections
   static constexpr int kWaveBytes = 2 * kStageBytes + kPBytes;
   // Q in shared memory: int8 + per-32 scales, or fp32 values of fp16-rounded q.
   static constexpr int kQBlocks = (D + 31) / 32;
@@ -166,6 +172,79 @@ struct RowInfo {
   int head;     // q head
 };
 
+// Tensor-core P·V of one wave's chunk (NVIDIA). P (rows x 32 keys, from pbuf) is the
+// fp16 A operand; V rows (fp16: straight from the stage; q8_0/q4_0: dequantized to fp16
+// into `conv`, the K buffer, which Q·K no longer needs) are loaded with ldmatrix.trans as
+// the B operand; fp32 accumulation in oacc (mma C layout). Rows >= RMAX are zero in A.
+template <int D, VFormat VF, int RMAX, class T>
+PACKFA_DEV void pv_mma(float (&oacc)[D / 8][4], const float* pbuf, const float* corr_s, const char* v_sm,
+                       char* conv, int nvalid) {
+  const int lane = arch::lane_id();
+  const int g = lane >> 2, t2 = 2 * (lane & 3);
+  const float c_lo = g < RMAX ? corr_s[g] : 1.0f;
+  const float c_hi = g + 8 < RMAX ? corr_s[g + 8] : 1.0f;
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) {
+    oacc[nt][0] *= c_lo;
+    oacc[nt][1] *= c_lo;
+    oacc[nt][2] *= c_hi;
+    oacc[nt][3] *= c_hi;
+  }
+  auto P = [&](int row, int key) { return row < RMAX ? pbuf[key * RMAX + row] : 0.0f; };
+#pragma unroll
+  for (int ks = 0; ks < T::kChunk / 16; ++ks) {
+    const int k0 = 16 * ks;
+    if (k0 >= nvalid) break;
+    uint32_t a[4];
+    a[0] = arch::pack_half2(P(g, k0 + t2), P(g, k0 + t2 + 1));
+    a[1] = arch::pack_half2(P(g + 8, k0 + t2), P(g + 8, k0 + t2 + 1));
+    a[2] = arch::pack_half2(P(g, k0 + t2 + 8), P(g, k0 + t2 + 9));
+    a[3] = arch::pack_half2(P(g + 8, k0 + t2 + 8), P(g + 8, k0 + t2 + 9));
+    const char* vsrc;
+    int pitch;
+    if constexpr (VF == VFormat::f16) {
+      if (k0 + 16 > nvalid) {  // last, partial chunk: rows past nvalid are stale; make them 0
+        char* vz = const_cast<char*>(v_sm);
+        for (int gi = lane; gi < 16 * (D / 8); gi += arch::kWaveSize) {
+          const int row = k0 + gi / (D / 8);
+          if (row >= nvalid) *reinterpret_cast<uint4*>(vz + row * T::kVPitch + 16 * (gi % (D / 8))) = uint4{0, 0, 0, 0};
+        }
+        arch::sync_wave();
+      }
+      vsrc = v_sm + k0 * T::kVPitch;
+      pitch = T::kVPitch;
+    } else {
+      // dequantize keys k0..k0+15 (rows past nvalid hold stale bytes: their p is 0, but
+      // 0 * NaN is NaN, so they are written as zeros)
+      constexpr int kGroups = D / 4;
+#pragma unroll 4
+      for (int gi = lane; gi < 16 * kGroups; gi += arch::kWaveSize) {
+        const int row = gi / kGroups, grp = gi - row * kGroups;
+        uint2 w{0, 0};
+        if (k0 + row < nvalid) {
+          float v[4], vd;
+          load_v<VF, 4>(v_sm + (k0 + row) * T::kVPitch, 4 * grp, v, vd);
+          w.x = arch::pack_half2(v[0] * vd, v[1] * vd);
+          w.y = arch::pack_half2(v[2] * vd, v[3] * vd);
+        }
+        *reinterpret_cast<uint2*>(conv + row * T::kConvPitch + 8 * grp) = w;
+      }
+      arch::sync_wave();
+      vsrc = conv;
+      pitch = T::kConvPitch;
+    }
+    const char* lrow = vsrc + ((lane & 7) + ((lane >> 3) & 1) * 8) * pitch + (lane >> 4) * 16;
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t bfr[4];
+      arch::ldmatrix_x4_trans(bfr, lrow + np * 32);
+      arch::mma_16x8x16_f16(oacc[2 * np], a, bfr[0], bfr[1]);
+      arch::mma_16x8x16_f16(oacc[2 * np + 1], a, bfr[2], bfr[3]);
+    }
+    if constexpr (VF != VFormat::f16) arch::sync_wave();  // conv is rewritten next step
+  }
+}
+
 template <int D, VFormat VF, QKMode QK, int RMAX>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1)
     fa_split_kernel(const FaKernelParams p) {
@@ -272,7 +351,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const uint16_t* mask_row_base =
       p.mask ? p.mask + static_cast<int64_t>(b) * p.mask_seq : nullptr;
 
+  // Running max (log2 units, wave-uniform) and lane-partial sums per row. Accumulators:
+  // scalar path acc[row][kDpl dims]; tensor-core path oacc[n-tile][4] in mma C layout
+  // (rows lane/4 and lane/4 + 8, dims 8·tile + 2·(lane%4) + {0,1}).
   float m_run[RMAX], l_part[RMAX], acc[RMAX][T::kDpl];
+  float oacc[D / 8][4];
+  float* corr_s = pbuf + T::kChunk * RMAX;
 #pragma unroll
   for (int r = 0; r < RMAX; ++r) {
     m_run[r] = kNegInf;
@@ -280,6 +364,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 #pragma unroll
     for (int i = 0; i < T::kDpl; ++i) acc[r][i] = 0.0f;
   }
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) oacc[nt][j] = 0.0f;
 
   auto stage_chunk = [&](int chunk, int stage) {
     const int key0 = k_begin + chunk * T::kChunk;
@@ -443,14 +531,19 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       const float pr = m_new == kNegInf ? 0.0f : arch::exp2_fast(x - m_new);
       m_run[r] = m_new;
       l_part[r] = l_part[r] * corr + pr;
+      if constexpr (T::kMmaPv) {
+        if (lane == 0) corr_s[r] = corr;
+      } else {
 #pragma unroll
-      for (int i = 0; i < T::kDpl; ++i) acc[r][i] *= corr;
+        for (int i = 0; i < T::kDpl; ++i) acc[r][i] *= corr;
+      }
       pbuf[lane * RMAX + r] = pr;
     }
     arch::sync_wave();
 
-    // ---- P·V: lane = kDpl dims --------------------------------------------------------------
-    if (lane < T::kPvLanes) {
+    if constexpr (T::kMmaPv) {
+      pv_mma<D, VF, RMAX, T>(oacc, pbuf, corr_s, v_sm, const_cast<char*>(st), nvalid);
+    } else if (lane < T::kPvLanes) {  // ---- scalar P·V: lane = kDpl dims ----------------------
       const int dim0 = lane * T::kDpl;
 #pragma unroll 4
       for (int t = 0; t < nvalid; ++t) {
@@ -484,9 +577,25 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       mg_ml[(wave * RMAX + r) * 2] = m_run[r];
       mg_ml[(wave * RMAX + r) * 2 + 1] = l;
     }
-    if (lane < T::kPvLanes) {
+    if constexpr (!T::kMmaPv) {
+      if (lane < T::kPvLanes) {
 #pragma unroll
-      for (int i = 0; i < T::kDpl; ++i) mg_acc[(wave * RMAX + r) * D + lane * T::kDpl + i] = acc[r][i];
+        for (int i = 0; i < T::kDpl; ++i) mg_acc[(wave * RMAX + r) * D + lane * T::kDpl + i] = acc[r][i];
+      }
+    }
+  }
+  if constexpr (T::kMmaPv) {
+    const int g = lane >> 2, c2 = 2 * (lane & 3);
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      if (g < RMAX) {
+        mg_acc[(wave * RMAX + g) * D + nt * 8 + c2] = oacc[nt][0];
+        mg_acc[(wave * RMAX + g) * D + nt * 8 + c2 + 1] = oacc[nt][1];
+      }
+      if (g + 8 < RMAX) {
+        mg_acc[(wave * RMAX + g + 8) * D + nt * 8 + c2] = oacc[nt][2];
+        mg_acc[(wave * RMAX + g + 8) * D + nt * 8 + c2 + 1] = oacc[nt][3];
+      }
     }
   }
   __syncthreads();
