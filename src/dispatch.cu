@@ -72,7 +72,11 @@ Status device_facts(int dev, DeviceFacts* out) {
   if (e != GPU_SUCCESS) return gpu_error("GetDeviceProperties", e);
   DeviceFacts f;
   f.sms = prop.multiProcessorCount;
+#if defined(PACKFA_BACKEND_HIP)
+  f.smem_optin = prop.sharedMemPerBlock;  // RDNA: 64 KB per workgroup
+#else
   f.smem_optin = prop.sharedMemPerBlockOptin;
+#endif
   if (static_cast<int>(cache.size()) <= dev) cache.resize(dev + 1);
   cache[dev] = f;
   *out = f;

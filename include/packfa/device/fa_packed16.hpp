@@ -29,8 +29,15 @@ constexpr float kNegInf = -__builtin_huge_valf();
 
 template <int D, VFormat VF, QKMode QK, int RMAX>
 struct FaTraits {
-  static constexpr int kWaves = D > 128 ? 2 : 4;
-  static constexpr int kThreads = kWaves * arch::kWaveSize;
+#if defined(PACKFA_BACKEND_HIP)
+  // RDNA: no async copy, so one stage per wave (a second would overlap nothing), and a
+  // 64 KB LDS budget per workgroup that sets the wave count below.
+  static constexpr int kStages = 1;
+  static constexpr int kSmemLimit = 64 * 1024;
+#else
+  static constexpr int kStages = 2;  // cp.async double buffer
+  static constexpr int kSmemLimit = 227 * 1024;
+#endif
   static constexpr int kChunk = 32;  // keys per wave iteration (lane = key in Q·K)
   // P·V: each lane owns kDpl consecutive output dims (lanes >= D / kDpl idle).
   static constexpr int kDpl = D <= 64 ? 2 : (D <= 128 ? 4 : 8);
@@ -51,15 +58,20 @@ struct FaTraits {
   static_assert(16 * kConvPitch <= kChunk * kKPitch, "fp16 V half-chunk must fit in the K buffer");
   static constexpr int kStageBytes = kChunk * (kKPitch + (QK == QKMode::f16 ? 0 : kScalePitch) + kVPitch);
   static constexpr int kPBytes = kChunk * RMAX * 4 + RMAX * 4;  // P [key][row] + row corrections
-  static constexpr int kWaveBytes = 2 * kStageBytes + kPBytes;
+  static constexpr int kWaveBytes = kStages * kStageBytes + kPBytes;
   // Q in shared memory: int8 + per-32 scales, or fp32 values of fp16-rounded q.
   static constexpr int kQBlocks = (D + 31) / 32;
   static constexpr int kQBytes = kInt8Q ? RMAX * D + RMAX * kQBlocks * 4 : RMAX * D * 4;
   static constexpr int kRowInfoBytes = RMAX * 16;
-  static constexpr int kMergeBytes = kWaves * RMAX * (D + 2) * 4;
-  static constexpr int kLoopBytes = kWaves * kWaveBytes;
-  static constexpr int kSmemBytes =
-      kQBytes + kRowInfoBytes + (kLoopBytes > kMergeBytes ? kLoopBytes : kMergeBytes);
+  static constexpr int smem_for(int waves) {
+    const int loop = waves * kWaveBytes, merge = waves * RMAX * (D + 2) * 4;
+    return kQBytes + kRowInfoBytes + (loop > merge ? loop : merge);
+  }
+  // NVIDIA: 4 waves (2 for D = 256); RDNA: as many of 4/2/1 as fit in 64 KB.
+  static constexpr int kWaves = (D <= 128 && smem_for(4) <= kSmemLimit) ? 4 : (smem_for(2) <= kSmemLimit ? 2 : 1);
+  static constexpr int kThreads = kWaves * arch::kWaveSize;
+  static constexpr int kSmemBytes = smem_for(kWaves);
+  static_assert(kSmemBytes <= kSmemLimit, "shared memory over the per-block limit");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
   static_assert(RMAX % 4 == 0, "rows per block must be a multiple of 4");
 };
@@ -341,7 +353,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 
   // ---- per-wave streaming loop ----------------------------------------------------------------
   char* wave_smem = loop_smem + wave * T::kWaveBytes;
-  float* pbuf = reinterpret_cast<float*>(wave_smem + 2 * T::kStageBytes);
+  float* pbuf = reinterpret_cast<float*>(wave_smem + T::kStages * T::kStageBytes);
   const char* kbase = p.k + static_cast<int64_t>(b) * p.k_seq + static_cast<int64_t>(kvh) * p.k_head;
   const char* ksbase = p.ks + static_cast<int64_t>(b) * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
   const char* vbase = p.v + static_cast<int64_t>(b) * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
@@ -398,15 +410,19 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 
   int it = 0;
   int chunk = wave;
-  if (chunk < nchunks) stage_chunk(chunk, 0);
+  if (T::kStages == 2 && chunk < nchunks) stage_chunk(chunk, 0);
   for (; chunk < nchunks; chunk += T::kWaves, ++it) {
-    const int stage = it & 1;
-    const int next = chunk + T::kWaves;
-    if (next < nchunks) {
-      stage_chunk(next, stage ^ 1);
-      arch::copy_async_wait<1>();
+    const int stage = T::kStages == 2 ? (it & 1) : 0;
+    if constexpr (T::kStages == 2) {
+      const int next = chunk + T::kWaves;
+      if (next < nchunks) {
+        stage_chunk(next, stage ^ 1);
+        arch::copy_async_wait<1>();
+      } else {
+        arch::copy_async_wait<0>();
+      }
     } else {
-      arch::copy_async_wait<0>();
+      stage_chunk(chunk, 0);  // synchronous copies; the previous chunk's readers are done
     }
     arch::sync_wave();
 
