@@ -121,7 +121,7 @@ struct Plan {
   std::string name;
 };
 
-Status plan(const AttnParams& p, int device, Plan* out) {
+Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
   PACKFA_TRY(validate(p));
   const QKMode qk = qk_mode(p);
   const int gqa = p.n_q_heads / p.n_kv_heads;
@@ -141,9 +141,12 @@ Status plan(const AttnParams& p, int device, Plan* out) {
     for (int i = 0; i < kNumRowClasses && !inst->kernel; ++i)
       inst = &registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)][i];
   }
-  out->name = std::string("fa<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," + qk_name(qk) +
-              ",r" + std::to_string(inst->rows_per_block) + ">";
-  if (!inst->kernel) return {Code::not_compiled, out->name + " is not compiled in this build (PACKFA_INSTANCES)"};
+  auto name = [&] {
+    return std::string("fa<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," + qk_name(qk) + ",r" +
+           std::to_string(inst->rows_per_block ? inst->rows_per_block : kRowClasses[rclass]) + ">";
+  };
+  if (want_name) out->name = name();  // built only when asked: the launch path stays allocation-free
+  if (!inst->kernel) return {Code::not_compiled, name() + " is not compiled in this build (PACKFA_INSTANCES)"};
   out->inst = inst;
   out->rows = rows;
   out->row_groups = (rows + inst->rows_per_block - 1) / inst->rows_per_block;
@@ -151,7 +154,7 @@ Status plan(const AttnParams& p, int device, Plan* out) {
   DeviceFacts f;
   PACKFA_TRY(device_facts(device, &f));
   if (static_cast<size_t>(inst->smem_bytes) > f.smem_optin)
-    return {Code::unsupported, out->name + " needs " + std::to_string(inst->smem_bytes) +
+    return {Code::unsupported, name() + " needs " + std::to_string(inst->smem_bytes) +
                                    " bytes of shared memory; the device allows " + std::to_string(f.smem_optin)};
   // Split-KV: aim for ~4 blocks per multiprocessor, each split at least 128 keys.
   const int64_t base_blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
@@ -225,7 +228,7 @@ int current_device() {
 Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
   if (!out) return invalid("out", "null");
   Plan pl;
-  Status s = plan(p, device, &pl);
+  Status s = plan(p, device, &pl, true);
   out->name = pl.name;
   out->compiled = pl.inst != nullptr;
   if (!s.ok()) {

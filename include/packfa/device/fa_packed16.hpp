@@ -99,15 +99,27 @@ template <int ROW_BYTES, int PITCH, int W>
 PACKFA_DEV void stage_rows_w(char* smem, const char* g, int64_t stride, int nrows) {
   constexpr int kPer = ROW_BYTES / W;
   static_assert(ROW_BYTES % W == 0, "row bytes must be a multiple of the copy width");
-  const int total = nrows * kPer;
-  for (int c = arch::lane_id(); c < total; c += arch::kWaveSize) {
-    const int row = c / kPer, col = c - row * kPer;
-    char* dst = smem + row * PITCH + col * W;
-    const char* src = g + row * stride + col * W;
+  // piece c = lane + 32·i -> (row, col); advanced incrementally (no division in the loop)
+  constexpr int kRowStep = arch::kWaveSize / kPer, kColStep = arch::kWaveSize % kPer;
+  const int lane = arch::lane_id();
+  int row = lane / kPer, col = lane - (lane / kPer) * kPer;
+  const char* src = g + row * stride + col * W;
+  char* dst = smem + row * PITCH + col * W;
+  while (row < nrows) {
     if constexpr (W == 2) {
       *reinterpret_cast<uint16_t*>(dst) = *reinterpret_cast<const uint16_t*>(src);
     } else {
       arch::copy_async<W>(dst, src);
+    }
+    row += kRowStep;
+    col += kColStep;
+    src += kRowStep * stride + kColStep * W;
+    dst += kRowStep * PITCH + kColStep * W;
+    if (col >= kPer) {
+      col -= kPer;
+      ++row;
+      src += stride - kPer * W;
+      dst += PITCH - kPer * W;
     }
   }
 }
@@ -228,10 +240,11 @@ PACKFA_DEV void pv_mma(float (&oacc)[D / 8][4], const float* pbuf, const float* 
     } else {
       // dequantize keys k0..k0+15 (rows past nvalid hold stale bytes: their p is 0, but
       // 0 * NaN is NaN, so they are written as zeros)
-      constexpr int kGroups = D / 4;
-#pragma unroll 4
-      for (int gi = lane; gi < 16 * kGroups; gi += arch::kWaveSize) {
-        const int row = gi / kGroups, grp = gi - row * kGroups;
+      constexpr int kGroups = D / 4;  // 4 dims per item; 16 rows x kGroups items, 32 per step
+      constexpr int kRowStep = arch::kWaveSize / kGroups, kGrpStep = arch::kWaveSize % kGroups;
+      int row = lane / kGroups, grp = lane - (lane / kGroups) * kGroups;
+#pragma unroll
+      for (int it = 0; it < 16 * kGroups / arch::kWaveSize; ++it) {
         uint2 w{0, 0};
         if (k0 + row < nvalid) {
           float v[4], vd;
@@ -240,6 +253,12 @@ PACKFA_DEV void pv_mma(float (&oacc)[D / 8][4], const float* pbuf, const float* 
           w.y = arch::pack_half2(v[2] * vd, v[3] * vd);
         }
         *reinterpret_cast<uint2*>(conv + row * T::kConvPitch + 8 * grp) = w;
+        row += kRowStep;
+        grp += kGrpStep;
+        if (grp >= kGroups) {
+          grp -= kGroups;
+          ++row;
+        }
       }
       arch::sync_wave();
       vsrc = conv;
