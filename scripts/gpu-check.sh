@@ -91,6 +91,7 @@ phase_bench() {
     note "bench: packfa-bench rc=$rc"
   fi
   exe="$BUILD_DIR/bench/pdl-chain"
+  [ -x "$exe" ] || exe="$BUILD_DIR/bench/pdl_chain"
   if [ -x "$exe" ]; then
     ran=1
     local r=0
