@@ -60,6 +60,7 @@ Status validate(const AttnParams& p) {
     PACKFA_TRY(check_strides("k.scale_strides", p.k.scale_strides, 2));
   } else if (p.k.format == KFormat::f16) {
     // The dot mode is ignored for f16 K: it always runs the fp16 dot.
+    if (p.k.smooth_scale) return invalid("k.smooth_scale", "smoothing applies to packed16 K only");
     if (!aligned(p.k.data, 16)) return invalid("k.data", "must be 16-byte aligned");
     PACKFA_TRY(check_strides("k.data_strides", p.k.data_strides, 16));
   } else {

@@ -135,3 +135,12 @@ TEST_CASE("validate: options", "[validate]") {
   p = good(); p.pdl = -2; expect_field(p, "pdl");
   for (int v : {-1, 0, 1}) { p = good(); p.pdl = v; CHECK(validate(p).ok()); }
 }
+
+TEST_CASE("validate: smoothing needs packed16 K", "[validate]") {
+  AttnParams p = good();
+  p.k.format = KFormat::f16;
+  p.k.data_strides = {1 << 20, 256, 256};
+  REQUIRE(validate(p).ok());
+  p.k.smooth_scale = static_cast<const float*>(fake(0x70000));
+  expect_field(p, "k.smooth_scale");
+}
