@@ -182,7 +182,7 @@ PACKFA_HD float q4_0_value(const uint8_t* block, int i) {
 }
 
 // ---- sizes -------------------------------------------------------------------------------------
-PACKFA_HD int64_t v_row_bytes(VFormat f, int head_dim) {
+PACKFA_HD constexpr int64_t v_row_bytes(VFormat f, int head_dim) {
   switch (f) {
     case VFormat::f16:
     case VFormat::bf16: return 2 * static_cast<int64_t>(head_dim);

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "packfa/device/arch.hpp"
+#include "packfa/device/fa_layout.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/format.hpp"
 #include "packfa/pdl.hpp"
@@ -30,48 +31,34 @@ constexpr float kNegInf = -__builtin_huge_valf();
 template <int D, VFormat VF, QKMode QK, int RMAX>
 struct FaTraits {
 #if defined(PACKFA_BACKEND_HIP)
-  // RDNA: no async copy, so one stage per wave (a second would overlap nothing), and a
-  // 64 KB LDS budget per workgroup that sets the wave count below.
-  static constexpr int kStages = 1;
-  static constexpr int kSmemLimit = 64 * 1024;
+  static constexpr FaLayout L = fa_layout(D, VF, QK, RMAX, kFaHipBudget);
 #else
-  static constexpr int kStages = 2;  // cp.async double buffer
-  static constexpr int kSmemLimit = 227 * 1024;
+  static constexpr FaLayout L = fa_layout(D, VF, QK, RMAX, kFaCudaBudget);
 #endif
-  static constexpr int kChunk = 32;  // keys per wave iteration (lane = key in Q·K)
-  // P·V: each lane owns kDpl consecutive output dims (lanes >= D / kDpl idle).
-  static constexpr int kDpl = D <= 64 ? 2 : (D <= 128 ? 4 : 8);
+  static constexpr int kStages = L.stages;
+  static constexpr int kChunk = kFaChunk;
+  static constexpr int kDpl = L.dpl;
   static constexpr int kPvLanes = D / kDpl;
   static constexpr bool kInt8Q = QK == QKMode::packed16_int8;
-  static constexpr int kKRowBytes = QK == QKMode::f16 ? 2 * D : D;
-  static constexpr int kKPitch = kKRowBytes + 16;  // 16-byte aligned rows, conflict-free LDS.128
-  static constexpr int kScalePitch = (D / 8 + 7) / 8 * 8 + 8;  // room for block 16; 8-byte copies
-  static constexpr int kVRowBytes = static_cast<int>(VF == VFormat::q8_0   ? D / 32 * 34
-                                                     : VF == VFormat::q4_0 ? D / 32 * 18
-                                                                           : 2 * D);
-  // fp16/bf16 rows get 16 bytes of padding so ldmatrix row reads hit distinct banks.
-  static constexpr int kVPitch = (kVRowBytes + 15) / 16 * 16 + (VF == VFormat::f16 || VF == VFormat::bf16 ? 16 : 0);
+  static constexpr int kKRowBytes = L.k_row_bytes;
+  static constexpr int kKPitch = L.k_pitch;
+  static constexpr int kScalePitch = L.scale_pitch;
+  static constexpr int kVRowBytes = L.v_row_bytes;
+  static constexpr int kVPitch = L.v_pitch;
   // Tensor-core P·V (NVIDIA): bf16 V stays scalar (fp16 operands cannot hold its range);
   // q8_0/q4_0 rows are dequantized to fp16, 16 keys at a time, into the dead K buffer.
   static constexpr bool kMmaPv = arch::kHasMmaF16 && VF != VFormat::bf16;
-  static constexpr int kConvPitch = 2 * D + 16;
-  static_assert(16 * kConvPitch <= kChunk * kKPitch, "fp16 V half-chunk must fit in the K buffer");
-  static constexpr int kStageBytes = kChunk * (kKPitch + (QK == QKMode::f16 ? 0 : kScalePitch) + kVPitch);
-  static constexpr int kPBytes = kChunk * RMAX * 4 + RMAX * 4;  // P [key][row] + row corrections
-  static constexpr int kWaveBytes = kStages * kStageBytes + kPBytes;
-  // Q in shared memory: int8 + per-32 scales, or fp32 values of fp16-rounded q.
-  static constexpr int kQBlocks = (D + 31) / 32;
-  static constexpr int kQBytes = kInt8Q ? RMAX * D + RMAX * kQBlocks * 4 : RMAX * D * 4;
-  static constexpr int kRowInfoBytes = RMAX * 16;
-  static constexpr int smem_for(int waves) {
-    const int loop = waves * kWaveBytes, merge = waves * RMAX * (D + 2) * 4;
-    return kQBytes + kRowInfoBytes + (loop > merge ? loop : merge);
-  }
-  // NVIDIA: 4 waves (2 for D = 256); RDNA: as many of 4/2/1 as fit in 64 KB.
-  static constexpr int kWaves = (D <= 128 && smem_for(4) <= kSmemLimit) ? 4 : (smem_for(2) <= kSmemLimit ? 2 : 1);
+  static constexpr int kConvPitch = L.conv_pitch;
+  static constexpr int kStageBytes = L.stage_bytes;
+  static constexpr int kWaveBytes = L.wave_bytes;
+  static constexpr int kQBlocks = L.q_blocks;
+  static constexpr int kQBytes = L.q_bytes;
+  static constexpr int kRowInfoBytes = L.row_info_bytes;
+  static constexpr int kWaves = L.waves;
   static constexpr int kThreads = kWaves * arch::kWaveSize;
-  static constexpr int kSmemBytes = smem_for(kWaves);
-  static_assert(kSmemBytes <= kSmemLimit, "shared memory over the per-block limit");
+  static constexpr int kSmemBytes = L.smem_bytes;
+  static_assert(L.fits, "shared memory over the per-block limit");
+  static_assert(16 * kConvPitch <= kChunk * kKPitch, "fp16 V half-chunk must fit in the K buffer");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
   static_assert(RMAX % 4 == 0, "rows per block must be a multiple of 4");
 };

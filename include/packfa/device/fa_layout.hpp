@@ -1,0 +1,55 @@
+// packfa/device/fa_layout.hpp — shared-memory layout of the attention split kernel, as plain
+// constexpr arithmetic (no device code), so host tools can print it for any backend
+// (docs/rdna.md takes its LDS column from here: the kernel's LDS is dynamic).
+#pragma once
+
+#include "packfa/device/fa_params.hpp"
+#include "packfa/format.hpp"
+
+namespace packfa {
+
+constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
+
+struct FaBudget {
+  int stages;      // 2: cp.async double buffer (NVIDIA); 1: synchronous copies (RDNA)
+  int smem_limit;  // bytes of shared memory / LDS one block may use
+};
+constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
+constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
+
+struct FaLayout {
+  int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch, conv_pitch;
+  int stage_bytes, p_bytes, wave_bytes, q_blocks, q_bytes, row_info_bytes;
+  int waves, smem_bytes;
+  bool fits;
+};
+
+constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget budget) {
+  FaLayout l{};
+  l.stages = budget.stages;
+  l.dpl = D <= 64 ? 2 : (D <= 128 ? 4 : 8);  // scalar P·V: dims per lane
+  l.k_row_bytes = qk == QKMode::f16 ? 2 * D : D;
+  l.k_pitch = l.k_row_bytes + 16;  // 16-byte aligned rows, conflict-free 128-bit reads
+  l.scale_pitch = (D / 8 + 7) / 8 * 8 + 8;  // room for block 16; 8-byte copies
+  l.v_row_bytes = static_cast<int>(v_row_bytes(vf, D));
+  // fp16/bf16 rows get 16 bytes of padding so ldmatrix row reads hit distinct banks.
+  l.v_pitch = (l.v_row_bytes + 15) / 16 * 16 + (vf == VFormat::f16 || vf == VFormat::bf16 ? 16 : 0);
+  l.conv_pitch = 2 * D + 16;
+  l.stage_bytes = kFaChunk * (l.k_pitch + (qk == QKMode::f16 ? 0 : l.scale_pitch) + l.v_pitch);
+  l.p_bytes = kFaChunk * rmax * 4 + rmax * 4;  // P [key][row] + row corrections
+  l.wave_bytes = l.stages * l.stage_bytes + l.p_bytes;
+  l.q_blocks = (D + 31) / 32;
+  l.q_bytes = qk == QKMode::packed16_int8 ? rmax * D + rmax * l.q_blocks * 4 : rmax * D * 4;
+  l.row_info_bytes = rmax * 16;
+  auto smem_for = [&](int waves) {
+    const int loop = waves * l.wave_bytes, merge = waves * rmax * (D + 2) * 4;
+    return l.q_bytes + l.row_info_bytes + (loop > merge ? loop : merge);
+  };
+  // 4 waves (2 for D > 128), fewer when the budget is smaller
+  l.waves = (D <= 128 && smem_for(4) <= budget.smem_limit) ? 4 : (smem_for(2) <= budget.smem_limit ? 2 : 1);
+  l.smem_bytes = smem_for(l.waves);
+  l.fits = l.smem_bytes <= budget.smem_limit;
+  return l;
+}
+
+}  // namespace packfa

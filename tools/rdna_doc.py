@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Writes docs/rdna.md from the HIP ISA gate's JSON (per-kernel VGPRs, SGPRs, scratch, per
+gfx target, read from the compiled code objects) and tools/fa_layout_table's JSON (the
+kernel's dynamic LDS, which the code object's metadata cannot show).
+
+  python3 tools/rdna_doc.py --isa build/isa/hip_kernels.json --layout layout.json \
+      [--bench bench/results/<h200>.json] > docs/rdna.md
+Everything AMD in the output is compile-level or modelled; nothing was measured on AMD.
+"""
+import argparse
+import json
+import re
+
+VNAMES = ["f16", "bf16", "q8_0", "q4_0"]
+QNAMES = ["packed16_int8", "packed16_f16", "f16k"]
+# datasheet memory bandwidth, GB/s (AMD product pages)
+GPUS = [("RX 7900 XTX (gfx1100)", 960), ("RX 7800 XT (gfx1101)", 624), ("RX 7600 (gfx1102)", 288),
+        ("Strix Halo 8060S (gfx1151)", 256), ("RX 9070 XT (gfx1201)", 640)]
+VGPR_FILE = {"gfx1100": (1536, 24), "gfx1101": (1536, 24), "gfx1151": (1536, 24), "gfx1201": (1536, 24),
+             "gfx1102": (1024, 16), "gfx1103": (1024, 16)}
+
+
+def waves_per_simd(target, vgprs):
+    total, granule = VGPR_FILE[target]
+    alloc = max(granule, -(-vgprs // granule) * granule)
+    return min(16, total // alloc)
+
+
+def parse_fa(name):
+    m = re.search(r"fa_split_kernel<(\d+), \(packfa::VFormat\)(\d), \(packfa::QKMode\)(\d), (\d+)>", name)
+    if not m:
+        return None
+    return int(m.group(1)), VNAMES[int(m.group(2))], QNAMES[int(m.group(3))], int(m.group(4))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--isa", required=True)
+    ap.add_argument("--layout", required=True)
+    ap.add_argument("--bench")
+    a = ap.parse_args()
+    isa = json.load(open(a.isa))
+    layout = {(l["head_dim"], l["v"], l["qk"], l["rows"]): l for l in json.load(open(a.layout)) if l["backend"] == "hip"}
+    targets = isa["targets"]
+    rows = {}
+    other = {}
+    for k in isa["kernels"]:
+        key = parse_fa(k.get("demangled", ""))
+        if key is None:
+            short = re.sub(r"\(.*", "", k.get("demangled", k["kernel"])).replace("void packfa::device::", "")
+            other.setdefault(short, {})[k["target"]] = k
+        else:
+            rows.setdefault(key, {})[k["target"]] = k
+    out = []
+    w = out.append
+    w("# packfa on RDNA3 / RDNA3.5 / RDNA4: compiled, not measured")
+    w("")
+    w("There is no AMD GPU in this project's reach. Everything below is read from the code")
+    w("objects that Debian 12's clang-19 builds for each target (`cmake/hip.cmake`), or is a")
+    w("bandwidth model. **No AMD figure here is a measurement.**")
+    w("")
+    w("Regenerate: build with HIP (`./packfa test` does), then")
+    w("`g++ -std=c++17 -Iinclude tools/fa_layout_table.cpp -o /tmp/fl && /tmp/fl > /tmp/layout.json &&`")
+    w("`python3 tools/rdna_doc.py --isa build/isa/hip_kernels.json --layout /tmp/layout.json "
+      "--bench bench/results/<h200 run>.json > docs/rdna.md`.")
+    w("")
+    w("## How the kernel is built for RDNA")
+    w("")
+    w("* Same template as on NVIDIA (`include/packfa/device/fa_packed16.hpp`), wave32")
+    w("  (static_assert), Q·K on `v_dot4_i32_iu8` (`__builtin_amdgcn_sudot4`, both operands")
+    w("  signed), xor shuffles as DPP row_xmask / `v_permlanex16`, `v_exp_f32`.")
+    w("* Differences, all compile-time: one staging buffer per wave instead of two (there is")
+    w("  no cp.async; copies are synchronous), wave count chosen to fit 64 KB of LDS per")
+    w("  workgroup, and P·V on the scalar fp32 path (the NVIDIA build uses mma.sync; an RDNA")
+    w("  WMMA path is future work).")
+    w("* LDS is dynamic (`extern __shared__`), so the code object's group segment is 0; the")
+    w("  LDS column below is the dispatcher's launch size (`fa_layout.hpp`).")
+    w("")
+    w("## Resources per attention instance (from the code objects)")
+    w("")
+    w("VGPRs / waves per SIMD allowed by VGPRs (gfx1100/1101/1151/1201: 1536 VGPRs per lane,")
+    w("granule 24; gfx1102/1103: 1024, granule 16). Aim: ≤ 96 resp. ≤ 64 VGPRs. Scratch must")
+    w("be 0 (the ISA gate fails otherwise). LDS per workgroup also bounds occupancy: a WGP")
+    w("has 128 KB, so at most floor(128 KB / LDS) workgroups share it.")
+    w("")
+    w("| D | V | Q·K | rows | waves/WG | LDS (B) | " + " | ".join(targets) + " | scratch |")
+    w("|---|---|---|---|---|---|" + "---|" * len(targets) + "---|")
+    for key in sorted(rows):
+        d, v, q, r = key
+        lay = layout.get(key)
+        cells = []
+        scratch = 0
+        for t in targets:
+            k = rows[key].get(t)
+            if not k:
+                cells.append("-")
+                continue
+            scratch = max(scratch, k.get("scratch_bytes", 0))
+            cells.append(f"{k['vgprs']} / {waves_per_simd(t, k['vgprs'])}")
+        w(f"| {d} | {v} | {q} | {r} | {lay['waves'] if lay else '?'} | {lay['smem_bytes'] if lay else '?'} | "
+          + " | ".join(cells) + f" | {scratch} |")
+    if other:
+        w("")
+        w("Other kernels (VGPRs / waves per SIMD):")
+        w("")
+        w("| kernel | " + " | ".join(targets) + " | scratch |")
+        w("|---|" + "---|" * len(targets) + "---|")
+        for name in sorted(other):
+            cells = []
+            scratch = 0
+            for t in targets:
+                k = other[name].get(t)
+                if not k:
+                    cells.append("-")
+                    continue
+                scratch = max(scratch, k.get("scratch_bytes", 0))
+                cells.append(f"{k['vgprs']} / {waves_per_simd(t, k['vgprs'])}")
+            w(f"| `{name}` | " + " | ".join(cells) + f" | {scratch} |")
+    w("")
+    w("## Bandwidth model for the bench's decode cases (modelled, not measured)")
+    w("")
+    w("Bytes: what a perfect kernel must move (packed16 K payload + scales + V of every key,")
+    w("Q and O), as `packfa-bench` counts them. Floor = bytes / datasheet bandwidth. The")
+    w("second number scales the floor by the fraction of copy bandwidth the same case reached")
+    w("on the H200 (CUDA build, same template) — a guess at what this code would do if RDNA")
+    w("behaved like Hopper, which nothing here has checked.")
+    w("")
+    cases = []
+    if a.bench:
+        b = json.load(open(a.bench))
+        for c in b["cases"]:
+            if c["nq"] == 1 and c["batch"] == 1:
+                cases.append((c["head_dim"], c["n_q_heads"], c["n_kv_heads"], c["max_kv"], c["v_format"], c["bytes"],
+                              c["pct_of_copy"]))
+        w(f"H200 reference run: {b['gpu']}, {b['date']}, commit {b['commit']}.")
+        w("")
+    w("| case | MB | " + " | ".join(g for g, _ in GPUS) + " |")
+    w("|---|---|" + "---|" * len(GPUS))
+    for d, h, g, kv, v, nbytes, pct in cases:
+        cells = []
+        for _, bw in GPUS:
+            floor = nbytes / (bw * 1e9) * 1e6
+            cells.append(f"{floor:.0f} µs / {floor / (pct / 100):.0f} µs")
+        w(f"| D{d} {h}/{g} kv {kv // 1024}k {v} | {nbytes / 1e6:.0f} | " + " | ".join(cells) + " |")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
