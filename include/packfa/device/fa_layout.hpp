@@ -11,10 +11,13 @@ namespace packfa {
 constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
 
 struct FaBudget {
-  int stages;      // 2: cp.async double buffer (NVIDIA); 1: synchronous copies (RDNA)
+  int stages;      // 2: per-wave cp.async double buffer; 1: one buffer (RDNA: synchronous copies)
   int smem_limit;  // bytes of shared memory / LDS one block may use
 };
-constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
+#ifndef PACKFA_CUDA_STAGES
+#define PACKFA_CUDA_STAGES 2
+#endif
+constexpr FaBudget kFaCudaBudget{PACKFA_CUDA_STAGES, 227 * 1024};
 constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
 
 struct FaLayout {

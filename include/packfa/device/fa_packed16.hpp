@@ -428,7 +428,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         arch::copy_async_wait<0>();
       }
     } else {
-      stage_chunk(chunk, 0);  // synchronous copies; the previous chunk's readers are done
+      stage_chunk(chunk, 0);  // one buffer: the previous chunk's readers are done
+      arch::copy_async_wait<0>();
     }
     arch::sync_wave();
 
