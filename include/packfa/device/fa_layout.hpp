@@ -11,13 +11,10 @@ namespace packfa {
 constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
 
 struct FaBudget {
-  int stages;      // 2: per-wave cp.async double buffer; 1: one buffer (RDNA: synchronous copies)
+  int stages;      // most stages per wave: 2 = cp.async double buffer (NVIDIA); 1 (RDNA: synchronous copies)
   int smem_limit;  // bytes of shared memory / LDS one block may use
 };
-#ifndef PACKFA_CUDA_STAGES
-#define PACKFA_CUDA_STAGES 2
-#endif
-constexpr FaBudget kFaCudaBudget{PACKFA_CUDA_STAGES, 227 * 1024};
+constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
 constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
 
 struct FaLayout {
@@ -29,7 +26,10 @@ struct FaLayout {
 
 constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget budget) {
   FaLayout l{};
-  l.stages = budget.stages;
+  // Two stages only for the decode shape (4 rows, packed16 K, D <= 128): measured on the
+  // H200 (bench/NOTES.md, 2026-11-29), the double buffer wins there, while for 16 rows,
+  // D = 256 and f16 K the occupancy a single buffer allows wins (up to 1.8x).
+  l.stages = (budget.stages >= 2 && rmax == 4 && D <= 128 && qk != QKMode::f16) ? 2 : 1;
   l.dpl = D <= 64 ? 2 : (D <= 128 ? 4 : 8);  // scalar P·V: dims per lane
   l.k_row_bytes = qk == QKMode::f16 ? 2 * D : D;
   l.k_pitch = l.k_row_bytes + 16;  // 16-byte aligned rows, conflict-free 128-bit reads
