@@ -106,6 +106,7 @@ constexpr uint16_t kFp16MaxBits = 0x7bffu;  // 65504
 // Quantize one block of n (16 or 32) floats already shifted/scaled by smoothing.
 PACKFA_HD uint16_t packed16_quantize_block(const float* x, int n, int8_t* q, Packed16BlockStats* st) {
   float amax = 0.0f;
+  PACKFA_UNROLL
   for (int i = 0; i < n; ++i) {
     const float v = x[i];
     if (!is_finite_f32(v)) {
@@ -120,6 +121,7 @@ PACKFA_HD uint16_t packed16_quantize_block(const float* x, int n, int8_t* q, Pac
     if (st) ++st->overflow;
   }
   const float d = fp16_to_float(dbits);
+  PACKFA_UNROLL
   for (int i = 0; i < n; ++i) {
     const float v = x[i];
     if (d == 0.0f || !is_finite_f32(v)) {
@@ -137,12 +139,14 @@ PACKFA_HD uint16_t packed16_quantize_block(const float* x, int n, int8_t* q, Pac
 // q8_0: d = amax/127 (stored fp16), q = round(x / d) using the fp32 d (ggml's reference).
 PACKFA_HD void q8_0_quantize_block(const float* x, uint8_t* block /*34 bytes*/) {
   float amax = 0.0f;
+  PACKFA_UNROLL
   for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(x[i]));
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const uint16_t dbits = fp16_from_float(d);
   block[0] = static_cast<uint8_t>(dbits & 0xff);
   block[1] = static_cast<uint8_t>(dbits >> 8);
+  PACKFA_UNROLL
   for (int i = 0; i < 32; ++i) block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(roundf(x[i] * id)));
 }
 
@@ -150,6 +154,7 @@ PACKFA_HD void q8_0_quantize_block(const float* x, uint8_t* block /*34 bytes*/) 
 // byte j holds element j in its low nibble and element j+16 in its high nibble.
 PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) {
   float amax = 0.0f, vmax = 0.0f;
+  PACKFA_UNROLL
   for (int i = 0; i < 32; ++i) {
     if (amax < fabsf(x[i])) {
       amax = fabsf(x[i]);
@@ -161,6 +166,7 @@ PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) 
   const uint16_t dbits = fp16_from_float(d);
   block[0] = static_cast<uint8_t>(dbits & 0xff);
   block[1] = static_cast<uint8_t>(dbits >> 8);
+  PACKFA_UNROLL
   for (int j = 0; j < 16; ++j) {
     const float x0 = x[j] * id, x1 = x[j + 16] * id;
     int n0 = static_cast<int>(x0 + 8.5f), n1 = static_cast<int>(x1 + 8.5f);

@@ -34,6 +34,14 @@
 #define PACKFA_LAUNCH_BOUNDS(threads, min_blocks)
 #endif
 
+// Full unrolling on GPU compilers (private arrays indexed by a loop counter stay in
+// registers only when the loop is unrolled: RDNA scratch otherwise); nothing for host C++.
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
+#define PACKFA_UNROLL _Pragma("unroll")
+#else
+#define PACKFA_UNROLL
+#endif
+
 // `const T* __restrict__` lets nvcc route loads through the non-coherent path, which a
 // PDL wait does not order (see docs/pdl.md). PDL builds therefore drop restrict.
 #if defined(PACKFA_PDL) && PACKFA_PDL

@@ -14,6 +14,44 @@ namespace packfa::device {
 
 
 
+// One block of B values (B = 16 or 32, a compile-time size so the arrays stay in registers).
+template <int B>
+PACKFA_DEV void pack_k_block(const PackKKernelParams& p, int64_t t, int h, int blk) {
+  const int d0 = blk * B;
+  float x[B];
+  const int64_t sbase = t * p.src_token + static_cast<int64_t>(h) * p.src_head + d0;
+  PACKFA_UNROLL
+  for (int i = 0; i < B; ++i) {
+    float v = load_as_float(p.src, p.src_type, sbase + i);
+    const int64_t c = static_cast<int64_t>(h) * p.head_dim + d0 + i;
+    if (p.shift) v = v - p.shift[c];
+    if (p.chan_scale) v = v / p.chan_scale[c];
+    x[i] = v;
+  }
+  int8_t q[B];
+  Packed16BlockStats st;
+  const uint16_t d = packed16_quantize_block(x, B, q, &st);
+
+  const int64_t slot = p.slots ? static_cast<int64_t>(p.slots[t]) : p.base_slot + t;
+  char* pay = p.payload + slot * p.pay_slot + static_cast<int64_t>(h) * p.pay_head + d0;
+  PACKFA_UNROLL
+  for (int i = 0; i < B; i += 16) {
+    uint32_t w[4];
+    PACKFA_UNROLL
+    for (int j = 0; j < 4; ++j)
+      w[j] = static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j])) |
+             (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 1])) << 8) |
+             (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 2])) << 16) |
+             (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 3])) << 24);
+    *reinterpret_cast<uint4*>(pay + i) = uint4{w[0], w[1], w[2], w[3]};
+  }
+  *reinterpret_cast<uint16_t*>(p.scales + slot * p.sc_slot + static_cast<int64_t>(h) * p.sc_head + 2 * blk) = d;
+  if (p.counters && (st.nonfinite | st.overflow)) {
+    if (st.nonfinite) atomicAdd(p.counters, st.nonfinite);
+    if (st.overflow) atomicAdd(p.counters + 1, st.overflow);
+  }
+}
+
 // One thread per (token, kv head, block).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) pack_k_kernel(const PackKKernelParams p) {
   const int nblk = p.head_dim / p.block;
@@ -26,42 +64,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) pack_k_kernel(const Pac
   const int64_t th = item / nblk;
   const int h = static_cast<int>(th % p.n_kv_heads);
   const int64_t t = th / p.n_kv_heads;
-  const int d0 = blk * p.block;
-
-  float x[32];
-  const int64_t sbase = t * p.src_token + static_cast<int64_t>(h) * p.src_head + d0;
-  for (int i = 0; i < p.block; ++i) {
-    float v = load_as_float(p.src, p.src_type, sbase + i);
-    const int64_t c = static_cast<int64_t>(h) * p.head_dim + d0 + i;
-    if (p.shift) v = v - p.shift[c];
-    if (p.chan_scale) v = v / p.chan_scale[c];
-    x[i] = v;
-  }
-  int8_t q[32];
-  Packed16BlockStats st;
-  const uint16_t d = packed16_quantize_block(x, p.block, q, &st);
-
-  const int64_t slot = p.slots ? static_cast<int64_t>(p.slots[t]) : p.base_slot + t;
-  char* pay = p.payload + slot * p.pay_slot + static_cast<int64_t>(h) * p.pay_head + d0;
-  for (int i = 0; i < p.block; i += 16) {
-    uint4 w;
-    uint32_t words[4];
-    for (int j = 0; j < 4; ++j)
-      words[j] = static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j])) |
-                 (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 1])) << 8) |
-                 (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 2])) << 16) |
-                 (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 3])) << 24);
-    w.x = words[0]; w.y = words[1]; w.z = words[2]; w.w = words[3];
-    *reinterpret_cast<uint4*>(pay + i) = w;
-  }
-  *reinterpret_cast<uint16_t*>(p.scales + slot * p.sc_slot + static_cast<int64_t>(h) * p.sc_head + 2 * blk) = d;
-  if (p.counters && (st.nonfinite | st.overflow)) {
-    if (st.nonfinite) atomicAdd(p.counters, st.nonfinite);
-    if (st.overflow) atomicAdd(p.counters + 1, st.overflow);
+  if (p.block == 16) {
+    pack_k_block<16>(p, t, h, blk);
+  } else {
+    pack_k_block<32>(p, t, h, blk);
   }
 }
-
-
 
 // One thread per (token, kv head, 32-value block).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const QuantVKernelParams p) {
@@ -76,35 +84,32 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const
   const int h = static_cast<int>(th % p.n_kv_heads);
   const int64_t t = th / p.n_kv_heads;
   const int d0 = blk * 32, n = min(32, p.head_dim - d0);
-  float x[32];
   const int64_t sbase = t * p.src_token + static_cast<int64_t>(h) * p.src_head + d0;
-  for (int i = 0; i < n; ++i) x[i] = load_as_float(p.src, p.src_type, sbase + i);
   const int64_t slot = p.slots ? static_cast<int64_t>(p.slots[t]) : p.base_slot + t;
   char* row = p.dst + slot * p.dst_slot + static_cast<int64_t>(h) * p.dst_head;
-  switch (p.dst_format) {
-    case static_cast<int>(VFormat::q8_0): {
-      uint8_t blockb[kQ8_0BlockBytes];
-      q8_0_quantize_block(x, blockb);
-      for (int i = 0; i < kQ8_0BlockBytes; i += 2)
-        *reinterpret_cast<uint16_t*>(row + blk * kQ8_0BlockBytes + i) =
-            static_cast<uint16_t>(blockb[i] | (blockb[i + 1] << 8));
-      break;
+  if (p.dst_format == static_cast<int>(VFormat::f16) || p.dst_format == static_cast<int>(VFormat::bf16)) {
+    const bool half = p.dst_format == static_cast<int>(VFormat::f16);
+    for (int i = 0; i < n; ++i) {
+      const float x = load_as_float(p.src, p.src_type, sbase + i);
+      reinterpret_cast<uint16_t*>(row)[d0 + i] = half ? fp16_from_float(x) : bf16_from_float(x);
     }
-    case static_cast<int>(VFormat::q4_0): {
-      uint8_t blockb[kQ4_0BlockBytes];
-      q4_0_quantize_block(x, blockb);
-      for (int i = 0; i < kQ4_0BlockBytes; i += 2)
-        *reinterpret_cast<uint16_t*>(row + blk * kQ4_0BlockBytes + i) =
-            static_cast<uint16_t>(blockb[i] | (blockb[i + 1] << 8));
-      break;
-    }
-    case static_cast<int>(VFormat::f16):
-      for (int i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(row)[d0 + i] = fp16_from_float(x[i]);
-      break;
-    default:
-      for (int i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(row)[d0 + i] = bf16_from_float(x[i]);
-      break;
+    return;
   }
+  float x[32];  // q8_0 / q4_0: head_dim % 32 == 0, so a whole block
+  PACKFA_UNROLL
+  for (int i = 0; i < 32; ++i) x[i] = load_as_float(p.src, p.src_type, sbase + i);
+  const bool q8 = p.dst_format == static_cast<int>(VFormat::q8_0);
+  uint8_t blockb[kQ8_0BlockBytes];
+  if (q8) {
+    q8_0_quantize_block(x, blockb);
+  } else {
+    q4_0_quantize_block(x, blockb);
+  }
+  const int nbytes = q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+  char* dst = row + blk * nbytes;
+  PACKFA_UNROLL
+  for (int i = 0; i < kQ8_0BlockBytes; i += 2)
+    if (i < nbytes) *reinterpret_cast<uint16_t*>(dst + i) = static_cast<uint16_t>(blockb[i] | (blockb[i + 1] << 8));
 }
 
 }  // namespace packfa::device
