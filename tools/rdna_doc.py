@@ -99,6 +99,17 @@ def main():
             cells.append(f"{k['vgprs']} / {waves_per_simd(t, k['vgprs'])}")
         w(f"| {d} | {v} | {q} | {r} | {lay['waves'] if lay else '?'} | {lay['smem_bytes'] if lay else '?'} | "
           + " | ".join(cells) + f" | {scratch} |")
+    def count_over(big):
+        n = 0
+        for per in rows.values():
+            if any(kk["vgprs"] > (96 if big else 64) for t, kk in per.items() if (VGPR_FILE[t][0] == 1536) == big):
+                n += 1
+        return n
+    w("")
+    w(f"Over the VGPR aim: {count_over(True)} of {len(rows)} instances above 96 on gfx1100/1101/1151/1201, "
+      f"{count_over(False)} of {len(rows)} above 64 on gfx1102/1103 (the 16-row instances hold 16 rows of")
+    w("accumulators; the 4-row ones need 73-123 VGPRs). No instance spills or uses scratch. Lowering them")
+    w("(an RDNA WMMA P·V, 8-row groups, fewer live Q·K temporaries) is open work.")
     if other:
         w("")
         w("Other kernels (VGPRs / waves per SIMD):")

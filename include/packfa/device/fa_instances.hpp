@@ -63,14 +63,9 @@ void register_fa_rows(FaRegistry& reg) {
 template <int D, VFormat VF>
 void register_fa_v(FaRegistry& reg) {
   register_fa_rows<D, VF, QKMode::packed16_int8>(reg);
-#if !defined(PACKFA_LEAN_INSTANCES)
+#if !defined(PACKFA_LEAN_INSTANCES)  // lean (CI): the int8 Q·K instances only
   register_fa_rows<D, VF, QKMode::packed16_f16>(reg);
   register_fa_rows<D, VF, QKMode::f16>(reg);
-#else
-  if constexpr (D == 128) {
-    register_fa_rows<D, VF, QKMode::packed16_f16>(reg);
-    register_fa_rows<D, VF, QKMode::f16>(reg);
-  }
 #endif
 }
 
