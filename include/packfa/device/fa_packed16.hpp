@@ -4,15 +4,18 @@
 // Work split. A block serves one (sequence, KV head, row group, split): all gqa × nq query
 // rows that read this KV head, so every K/V byte is read once per KV head. Inside the block
 // each 32-lane wave is an independent flash-decoding worker: it streams its own chunks of 32
-// keys (chunk c goes to wave c % waves) through a private two-stage shared-memory buffer and
-// keeps its own running max / sum / accumulators, so the key loop needs no block barrier.
+// keys (chunk c goes to wave c % waves) through a private shared-memory buffer (one or two
+// stages, fa_layout.hpp) and keeps its own running max / sum / accumulators, so the key loop
+// needs no block barrier.
 // The waves merge once at the end; the combine kernel (device/combine.hpp) merges splits.
 //
 // Per chunk:  Q·K   lane = key: 16-byte pieces of its K row against every query row (Q held
 //                   in shared memory, read as broadcasts): int8 4-way dots into int32 per
 //                   block, then one fp32 FMA with q_scale·k_scale (softmax scale folded in);
 //             softmax  wave max per row, exp2, lane-partial sums;
-//             P·V   lane = DPL output dims; V dequantized in registers, fp32 accumulation.
+//             P·V   NVIDIA: mma.m16n8k16 (P and V as fp16, fp32 accumulation; q8_0/q4_0 V
+//                   dequantized to fp16 16 keys at a time); elsewhere lane = DPL output
+//                   dims, V dequantized in registers, fp32 FMAs.
 #pragma once
 
 #include <cstdint>
