@@ -1,0 +1,79 @@
+/* The C ABI from plain C: bad input gives a code and a message naming the field, nothing
+ * throws, messages are always NUL-terminated. Runs without a GPU (validation comes first). */
+#include <stdio.h>
+#include <string.h>
+
+#include "packfa/c_api.h"
+
+static int failures = 0;
+#define EXPECT(cond)                                                  \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                     \
+    }                                                                 \
+  } while (0)
+
+static packfa_attn_params good(void) {
+  static int32_t kv_len[1];
+  packfa_attn_params p;
+  memset(&p, 0, sizeof p);
+  p.batch = 1; p.nq = 1; p.n_q_heads = 8; p.n_kv_heads = 2; p.head_dim = 128; p.max_kv_len = 64;
+  p.q_type = 1; p.q = (const void*)0x10000; p.q_strides[0] = 1024; p.q_strides[1] = 1024; p.q_strides[2] = 128;
+  p.o_type = 1; p.o = (void*)0x20000; p.o_strides[0] = 1024; p.o_strides[1] = 1024; p.o_strides[2] = 128;
+  p.k_format = 0; p.k = (const void*)0x30000; p.k_strides[1] = 256; p.k_strides[2] = 128;
+  p.k_scales = (const void*)0x40000; p.k_scale_strides[1] = 16; p.k_scale_strides[2] = 8; p.k_block = 32;
+  p.v_format = 2; p.v = (const void*)0x50000; p.v_strides[1] = 272; p.v_strides[2] = 136;
+  p.kv_len = kv_len; p.causal = 1; p.pdl = -1;
+  return p;
+}
+
+int main(void) {
+  char msg[256];
+  packfa_attn_params p;
+  EXPECT(packfa_version() != NULL && strlen(packfa_version()) > 0);
+
+  EXPECT(packfa_fa_forward(NULL, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "params") != NULL);
+
+  p = good();
+  p.head_dim = 100;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "head_dim") != NULL);
+
+  p = good();
+  p.n_q_heads = 7;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "n_q_heads") != NULL);
+
+  p = good();
+  p.v_format = 9;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "v_format") != NULL);
+
+  p = good();
+  p.k_block = 24;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "k.block") != NULL);
+
+  p = good();
+  p.k = (const void*)0x30008; /* payload rows must start 16-byte aligned */
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "k.data") != NULL);
+
+  /* a short buffer gets a truncated, terminated message */
+  p = good();
+  p.batch = 0;
+  memset(msg, 'x', sizeof msg);
+  EXPECT(packfa_fa_forward(&p, NULL, msg, 8) == 1);
+  EXPECT(msg[7] == '\0' && strlen(msg) == 7);
+  /* and no buffer at all is fine */
+  EXPECT(packfa_fa_forward(&p, NULL, NULL, 0) == 1);
+
+  if (failures) {
+    fprintf(stderr, "%d failure(s)\n", failures);
+    return 1;
+  }
+  printf("C ABI: all checks passed\n");
+  return 0;
+}
