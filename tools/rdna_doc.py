@@ -26,6 +26,19 @@ def waves_per_simd(target, vgprs):
     return min(16, total // alloc)
 
 
+def target_cells(per_target, targets):
+    """'VGPRs / waves per SIMD' for each target ('-' where absent) and the largest scratch."""
+    cells, scratch = [], 0
+    for t in targets:
+        k = per_target.get(t)
+        if not k:
+            cells.append("-")
+            continue
+        scratch = max(scratch, k.get("scratch_bytes", 0))
+        cells.append(f"{k['vgprs']} / {waves_per_simd(t, k['vgprs'])}")
+    return cells, scratch
+
+
 def parse_fa(name):
     m = re.search(r"fa_split_kernel<(\d+), \(packfa::VFormat\)(\d), \(packfa::QKMode\)(\d), (\d+)>", name)
     if not m:
@@ -88,15 +101,7 @@ def main():
     for key in sorted(rows):
         d, v, q, r = key
         lay = layout.get(key)
-        cells = []
-        scratch = 0
-        for t in targets:
-            k = rows[key].get(t)
-            if not k:
-                cells.append("-")
-                continue
-            scratch = max(scratch, k.get("scratch_bytes", 0))
-            cells.append(f"{k['vgprs']} / {waves_per_simd(t, k['vgprs'])}")
+        cells, scratch = target_cells(rows[key], targets)
         w(f"| {d} | {v} | {q} | {r} | {lay['waves'] if lay else '?'} | {lay['smem_bytes'] if lay else '?'} | "
           + " | ".join(cells) + f" | {scratch} |")
     def count_over(big):
@@ -117,15 +122,7 @@ def main():
         w("| kernel | " + " | ".join(targets) + " | scratch |")
         w("|---|" + "---|" * len(targets) + "---|")
         for name in sorted(other):
-            cells = []
-            scratch = 0
-            for t in targets:
-                k = other[name].get(t)
-                if not k:
-                    cells.append("-")
-                    continue
-                scratch = max(scratch, k.get("scratch_bytes", 0))
-                cells.append(f"{k['vgprs']} / {waves_per_simd(t, k['vgprs'])}")
+            cells, scratch = target_cells(other[name], targets)
             w(f"| `{name}` | " + " | ".join(cells) + f" | {scratch} |")
     w("")
     w("## Bandwidth model for the bench's decode cases (modelled, not measured)")
