@@ -195,6 +195,13 @@ TEST_CASE("options: window, mask, softcap, sinks, ALiBi, positions, smoothing, b
     c = base(128, vf, 1, 8, 2, 1500);
     c.k_block = 16;
     check(c);
+    c = base(128, vf, 4, 8, 2, 1500);  // 16 rows: the tensor-core Q·K path on NVIDIA
+    c.k_block = 16;
+    check(c);
+    c = base(96, vf, 4, 8, 2, 1500);
+    c.softcap = 20.0f;
+    c.window = 300;
+    check(c);
     c = base(64, vf, 2, 8, 2, 1500);
     c.window = 64;
     c.mask = true;

@@ -109,6 +109,15 @@ PACKFA_DEV int shfl(int v, int src_lane) {
 }
 PACKFA_DEV float shfl(float v, int src_lane) { return __int_as_float(shfl(__float_as_int(v), src_lane)); }
 
+// True on every lane when `p` holds on any lane of the wave.
+PACKFA_DEV bool wave_any(bool p) {
+#if defined(PACKFA_BACKEND_CUDA)
+  return __any_sync(0xffffffffu, p);
+#else
+  return __any(p);
+#endif
+}
+
 // Reductions over groups of `width` consecutive lanes (width a power of two ≤ 32).
 template <int width = kWaveSize>
 PACKFA_DEV float group_max(float v) {
@@ -211,6 +220,31 @@ PACKFA_DEV void mma_16x8x16_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t 
   (void)c; (void)a; (void)b0; (void)b1;
 #endif
 }
+// c (16x8 int32) += a (16x16 int8, row) * b (16x8 int8, col); a: 2 regs (rows g, g+8, bytes
+// 4·(lane%4)..+3), b: 1 reg (k 4·(lane%4)..+3 of column g). Exact integer dot products: the
+// same int32 sums as the 4-way dot.
+PACKFA_DEV void mma_16x8x16_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(b));
+#else
+  (void)c; (void)a; (void)b;
+#endif
+}
+// Four 8x8 fp16 matrices from shared memory (lane l gives row address l); lane l receives
+// row l/4, elements 2·(l%4), +1 of each.
+PACKFA_DEV void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+#else
+  (void)r; (void)smem;
+#endif
+}
 // Four 8x8 fp16 matrices from shared memory, transposed (lane l gives row address l).
 PACKFA_DEV void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
@@ -225,6 +259,51 @@ PACKFA_DEV void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
 // Two floats -> packed fp16 pair (low half first), round to nearest even.
 PACKFA_DEV uint32_t pack_half2(float lo, float hi) {
   return static_cast<uint32_t>(float_to_half(lo)) | (static_cast<uint32_t>(float_to_half(hi)) << 16);
+}
+// Packed fp16 pair arithmetic (the NVIDIA tensor-core P·V builds its operands with these;
+// elsewhere they are never called and compile to nothing).
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+#define PACKFA_F16X2(op, ...) asm(op : "=r"(r) : __VA_ARGS__)
+#else
+#define PACKFA_F16X2(op, ...) r = 0
+#endif
+PACKFA_DEV uint32_t hsub2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  PACKFA_F16X2("sub.rn.f16x2 %0, %1, %2;", "r"(a), "r"(b));
+  return r;
+}
+PACKFA_DEV uint32_t hmul2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  PACKFA_F16X2("mul.rn.f16x2 %0, %1, %2;", "r"(a), "r"(b));
+  return r;
+}
+PACKFA_DEV uint32_t hfma2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t r;
+  PACKFA_F16X2("fma.rn.f16x2 %0, %1, %2, %3;", "r"(a), "r"(b), "r"(c));
+  return r;
+}
+#undef PACKFA_F16X2
+// (a & m) ^ c in one LOP3: with m and c as register operands ptxas cannot split the two
+// immediates into two instructions.
+PACKFA_DEV uint32_t and_xor(uint32_t a, uint32_t m, uint32_t c) {
+#if defined(PACKFA_DEVICE_CUDA)
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6a;" : "=r"(r) : "r"(a), "r"(m), "r"(c));
+  return r;
+#else
+  return (a & m) ^ c;
+#endif
+}
+// Byte select: result byte n = byte ((s >> 4n) & 7) of {x (bytes 0-3), y (bytes 4-7)}.
+PACKFA_DEV uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(PACKFA_BACKEND_CUDA)
+  return __byte_perm(x, y, s);
+#else  // plain selection (not used on the HIP path; v_perm_b32 selects by bytes, not nibbles)
+  const uint64_t v = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
+  return r;
+#endif
 }
 
 // ---- global -> shared copies ------------------------------------------------------------

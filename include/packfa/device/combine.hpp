@@ -16,7 +16,8 @@ namespace packfa::device {
 
 // One block per (sequence, query row, q head). The split states are read in parallel: the
 // weights 2^(M_s − M) / L go to shared memory, then thread groups each sum a strided subset
-// of splits for 4 dims at a time (float4 loads, several in flight) and are reduced at the end.
+// of splits for 4 dims at a time (float4 loads, the first batch issued before the weights are
+// known) and are reduced at the end.
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(const CombineParams p) {
   __shared__ float w[kMaxSplits];
   __shared__ float red[kCombineThreads / arch::kWaveSize];
@@ -32,6 +33,20 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
 
   pdl::wait();  // partials come from the split kernel
   pdl::launch_dependents();
+
+  // The partial O rows do not depend on the weights: the first batch is loaded now, so its
+  // latency overlaps the max / sum reductions below.
+  const int cols = p.head_dim / 4;
+  const int groups = kCombineThreads / cols;
+  const int col = tid % cols, grp = tid / cols;
+  const float4* po = reinterpret_cast<const float4*>(p.part_o + row * S * p.head_dim) + col;
+  constexpr int kBatch = 8;
+  float4 early[kBatch];
+#pragma unroll
+  for (int k = 0; k < kBatch; ++k) {
+    const int s = grp + k * groups;
+    early[k] = (grp < groups && s < S) ? po[static_cast<int64_t>(s) * cols] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
 
   const float* ml = p.part_ml + row * S * 2;
   // M = max over splits (and the sink)
@@ -60,15 +75,20 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
   for (int k = 0; k < kWaves; ++k) L += red[k];
   const float inv = L > 0.0f ? 1.0f / L : 0.0f;
 
-  // O: D/4 float4 columns x `groups` split subsets
-  const int cols = p.head_dim / 4;
-  const int groups = kCombineThreads / cols;
-  const int col = tid % cols, grp = tid / cols;
+  // O: D/4 float4 columns x `groups` split subsets (first kBatch splits of each subset already loaded)
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (grp < groups) {
-    const float4* po = reinterpret_cast<const float4*>(p.part_o + row * S * p.head_dim) + col;
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int s = grp + k * groups;
+      const float ws = s < S ? w[s] : 0.0f;
+      acc.x = fmaf(ws, early[k].x, acc.x);
+      acc.y = fmaf(ws, early[k].y, acc.y);
+      acc.z = fmaf(ws, early[k].z, acc.z);
+      acc.w = fmaf(ws, early[k].w, acc.w);
+    }
 #pragma unroll 4
-    for (int s = grp; s < S; s += groups) {
+    for (int s = grp + kBatch * groups; s < S; s += groups) {
       const float ws = w[s];
       const float4 v = po[static_cast<int64_t>(s) * cols];
       acc.x = fmaf(ws, v.x, acc.x);

@@ -18,32 +18,37 @@ constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
 constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
 
 struct FaLayout {
-  int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch, conv_pitch;
-  int stage_bytes, p_bytes, wave_bytes, q_blocks, q_bytes, row_info_bytes;
+  int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch;
+  int stage_bytes, p_pitch, p_bytes, wave_bytes, q_blocks, q_bytes, row_info_bytes;
   int waves, smem_bytes;
   bool fits;
 };
 
 constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget budget) {
   FaLayout l{};
-  // Two stages only for the decode shape (4 rows, packed16 K, D <= 128): measured on the
-  // H200 (bench/NOTES.md, 2026-11-29), the double buffer wins there, while for 16 rows,
-  // D = 256 and f16 K the occupancy a single buffer allows wins (up to 1.8x).
-  l.stages = (budget.stages >= 2 && rmax == 4 && D <= 128 && qk != QKMode::f16) ? 2 : 1;
+  // Two stages for packed16 K with D <= 128 (measured on the H200, bench/NOTES.md): the double
+  // buffer wins there, while for D = 256 and f16 K the occupancy a single buffer allows wins.
+  l.stages = (budget.stages >= 2 && D <= 128 && qk != QKMode::f16) ? 2 : 1;
   l.dpl = D <= 64 ? 2 : (D <= 128 ? 4 : 8);  // scalar P·V: dims per lane
   l.k_row_bytes = qk == QKMode::f16 ? 2 * D : D;
-  l.k_pitch = l.k_row_bytes + 16;  // 16-byte aligned rows, conflict-free 128-bit reads
-  l.scale_pitch = (D / 8 + 7) / 8 * 8 + 8;  // room for block 16; 8-byte copies
+  // K rows read 16 bytes per lane (lane = key): 16 bytes of padding keep those reads
+  // conflict-free. (An XOR swizzle without padding cost 6% more instructions on the H200 and
+  // the saved shared memory bought no extra block per SM; bench/NOTES.md.)
+  l.k_pitch = l.k_row_bytes + 16;
+  l.scale_pitch = (D / 8 + 7) / 8 * 8;  // room for block 16 (2·D/16 bytes); 8-byte copies
   l.v_row_bytes = static_cast<int>(v_row_bytes(vf, D));
   // fp16/bf16 rows get 16 bytes of padding so ldmatrix row reads hit distinct banks.
   l.v_pitch = (l.v_row_bytes + 15) / 16 * 16 + (vf == VFormat::f16 || vf == VFormat::bf16 ? 16 : 0);
-  l.conv_pitch = 2 * D + 16;
   l.stage_bytes = kFaChunk * (l.k_pitch + (qk == QKMode::f16 ? 0 : l.scale_pitch) + l.v_pitch);
-  l.p_bytes = kFaChunk * rmax * 4 + rmax * 4;  // P [key][row] + row corrections
+  // P: [row][key] (tensor-core path; 16 rows get a 40-float pitch so the key-pair reads of 8
+  // rows are conflict-free, 4 rows stay at 32: the smaller block still fits twice per SM), or
+  // [key][row] (scalar path); then the per-row corrections.
+  l.p_pitch = kFaChunk + (rmax > 4 ? 8 : 0);
+  l.p_bytes = rmax * l.p_pitch * 4 + rmax * 4;
   l.wave_bytes = l.stages * l.stage_bytes + l.p_bytes;
   l.q_blocks = (D + 31) / 32;
   l.q_bytes = qk == QKMode::packed16_int8 ? rmax * D + rmax * l.q_blocks * 4 : rmax * D * 4;
-  l.row_info_bytes = rmax * 16;
+  l.row_info_bytes = rmax * 32;  // RowInfo
   auto smem_for = [&](int waves) {
     const int loop = waves * l.wave_bytes, merge = waves * rmax * (D + 2) * 4;
     return l.q_bytes + l.row_info_bytes + (loop > merge ? loop : merge);

@@ -13,9 +13,9 @@
 //                   in shared memory, read as broadcasts): int8 4-way dots into int32 per
 //                   block, then one fp32 FMA with q_scale·k_scale (softmax scale folded in);
 //             softmax  wave max per row, exp2, lane-partial sums;
-//             P·V   NVIDIA: mma.m16n8k16 (P and V as fp16, fp32 accumulation; q8_0/q4_0 V
-//                   dequantized to fp16 16 keys at a time); elsewhere lane = DPL output
-//                   dims, V dequantized in registers, fp32 FMAs.
+//             P·V   NVIDIA: mma.m16n8k16 computing O^T = V^T·P^T (V as exact fp16 integers,
+//                   the ggml block scale folded into P, fp32 accumulation; pv_mma below);
+//                   elsewhere lane = DPL output dims, V dequantized in registers, fp32 FMAs.
 #pragma once
 
 #include <cstdint>
@@ -48,11 +48,19 @@ struct FaTraits {
   static constexpr int kScalePitch = L.scale_pitch;
   static constexpr int kVRowBytes = L.v_row_bytes;
   static constexpr int kVPitch = L.v_pitch;
-  // Tensor-core P·V (NVIDIA): bf16 V stays scalar (fp16 operands cannot hold its range);
-  // q8_0/q4_0 rows are dequantized to fp16, 16 keys at a time, into the dead K buffer.
+  // Tensor-core P·V (NVIDIA): bf16 V stays scalar (fp16 operands cannot hold its range).
   static constexpr bool kMmaPv = arch::kHasMmaF16 && VF != VFormat::bf16;
-  static constexpr int kConvPitch = L.conv_pitch;
+  // Scores on tensor cores (NVIDIA), softmax and P in registers:
+  //  - int8 Q·K for the 16-row class: 16 rows on the 4-way dot cost 4x the decode
+  //    instructions (bench/NOTES.md); the mma forms the same int32 block sums;
+  //  - f16 K (the in-house baseline, plain fp16 caches) for every row class, D <= 128: fp16
+  //    products, fp32 sums, like the scalar path.
+  // Decode rows of the int8 mode stay on the 4-way dot.
+  static constexpr bool kMmaQk =
+      kMmaPv && ((QK == QKMode::packed16_int8 && RMAX == 16) || (QK == QKMode::f16 && D <= 128));
+  static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
   static constexpr int kStageBytes = L.stage_bytes;
+  static constexpr int kPPitch = L.p_pitch;
   static constexpr int kWaveBytes = L.wave_bytes;
   static constexpr int kQBlocks = L.q_blocks;
   static constexpr int kQBytes = L.q_bytes;
@@ -61,7 +69,6 @@ struct FaTraits {
   static constexpr int kThreads = kWaves * arch::kWaveSize;
   static constexpr int kSmemBytes = L.smem_bytes;
   static_assert(L.fits, "shared memory over the per-block limit");
-  static_assert(16 * kConvPitch <= kChunk * kKPitch, "fp16 V half-chunk must fit in the K buffer");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
   static_assert(RMAX % 4 == 0, "rows per block must be a multiple of 4");
 };
@@ -82,35 +89,39 @@ PACKFA_DEV void store_from_float(void* base, int type, int64_t idx, float v) {
   }
 }
 
-// Copy `nrows` rows of ROW_BYTES from global (row stride in bytes) into shared (PITCH), W bytes
-// per copy; consecutive lanes take consecutive pieces of a row, so each wave request is
-// contiguous in memory.
+// Copy `nrows` (<= kFaChunk) rows of ROW_BYTES from global (row stride in bytes) into shared
+// (PITCH), W bytes per copy. Four lanes share a row (each takes every fourth piece), eight
+// rows per pass: every copy has a compile-time offset from one per-lane pointer, so a copy
+// costs about one instruction, and each wave request reads 4·W contiguous bytes of 8 rows.
 template <int ROW_BYTES, int PITCH, int W>
 PACKFA_DEV void stage_rows_w(char* smem, const char* g, int64_t stride, int nrows) {
-  constexpr int kPer = ROW_BYTES / W;
   static_assert(ROW_BYTES % W == 0, "row bytes must be a multiple of the copy width");
-  // piece c = lane + 32·i -> (row, col); advanced incrementally (no division in the loop)
-  constexpr int kRowStep = arch::kWaveSize / kPer, kColStep = arch::kWaveSize % kPer;
+  constexpr int kPer = ROW_BYTES / W;           // pieces per row
+  constexpr int kLanes = 4;                     // lanes per row
+  constexpr int kRows = arch::kWaveSize / kLanes;  // rows per pass
+  constexpr int kM = (kPer + kLanes - 1) / kLanes;  // pieces per lane and row
   const int lane = arch::lane_id();
-  int row = lane / kPer, col = lane - (lane / kPer) * kPer;
-  const char* src = g + row * stride + col * W;
-  char* dst = smem + row * PITCH + col * W;
-  while (row < nrows) {
-    if constexpr (W == 2) {
-      *reinterpret_cast<uint16_t*>(dst) = *reinterpret_cast<const uint16_t*>(src);
-    } else {
-      arch::copy_async<W>(dst, src);
+  const int j = lane % kLanes, r = lane / kLanes;
+  const char* src = g + r * stride + j * W;
+  char* dst = smem + r * PITCH + j * W;
+  const int64_t pass_stride = kRows * stride;
+  PACKFA_UNROLL
+  for (int pass = 0; pass < kFaChunk / kRows; ++pass) {
+    if (r + pass * kRows < nrows) {
+      PACKFA_UNROLL
+      for (int m = 0; m < kM; ++m) {
+        if (kPer % kLanes == 0 || j + m * kLanes < kPer) {
+          char* d = dst + pass * kRows * PITCH + m * kLanes * W;
+          const char* s = src + m * kLanes * W;
+          if constexpr (W == 2) {
+            *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(s);
+          } else {
+            arch::copy_async<W>(d, s);
+          }
+        }
+      }
     }
-    row += kRowStep;
-    col += kColStep;
-    src += kRowStep * stride + kColStep * W;
-    dst += kRowStep * PITCH + kColStep * W;
-    if (col >= kPer) {
-      col -= kPer;
-      ++row;
-      src += stride - kPer * W;
-      dst += PITCH - kPer * W;
-    }
+    src += pass_stride;
   }
 }
 template <int ROW_BYTES, int PITCH>
@@ -184,85 +195,269 @@ struct RowInfo {
   int qi;       // query row index within the sequence
   float slope;  // ALiBi slope (0 when off)
   int head;     // q head
+  int key_lo, key_hi;  // visible keys [key_lo, key_hi): sliding window and causal limits
+  int pad[2];
 };
 
-// Tensor-core P·V of one wave's chunk (NVIDIA). P (rows x 32 keys, from pbuf) is the
-// fp16 A operand; V rows (fp16: straight from the stage; q8_0/q4_0: dequantized to fp16
-// into `conv`, the K buffer, which Q·K no longer needs) are loaded with ldmatrix.trans as
-// the B operand; fp32 accumulation in oacc (mma C layout). Rows >= RMAX are zero in A.
-template <int D, VFormat VF, int RMAX, class T>
-PACKFA_DEV void pv_mma(float (&oacc)[D / 8][4], const float* pbuf, const float* corr_s, const char* v_sm,
-                       char* conv, int nvalid) {
+// int8 Q·K, lane = key: 16-byte pieces of the key's row against every query row (Q and its
+// per-32 scales in shared memory, read as broadcasts), 4-way dots into int32 per K block of KB
+// dims, then one fp32 FMA per block with q_scale·k_scale (softmax scale folded into q_scale).
+// Rows >= nrows hold zero Q: computed, never written.
+template <int D, int RMAX, int KB, class T>
+PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, const char* q_smem) {
+  const int8_t* qs = reinterpret_cast<const int8_t*>(q_smem);
+  const float* qscale = reinterpret_cast<const float*>(q_smem + RMAX * D);
+  int isum[RMAX];
+  PACKFA_UNROLL
+  for (int piece = 0; piece < D / 16; ++piece) {
+    const int4 kv = *reinterpret_cast<const int4*>(krow + piece * 16);
+    constexpr bool kB16 = KB == 16;
+    const bool first = kB16 || (piece & 1) == 0;
+    const bool last = kB16 || (piece & 1) == 1 || piece == D / 16 - 1;
+    PACKFA_UNROLL
+    for (int r = 0; r < RMAX; ++r) {
+      const int4 qv = *reinterpret_cast<const int4*>(qs + r * D + piece * 16);
+      int a = first ? 0 : isum[r];
+      a = arch::dot4_i8(qv.x, kv.x, a);
+      a = arch::dot4_i8(qv.y, kv.y, a);
+      a = arch::dot4_i8(qv.z, kv.z, a);
+      a = arch::dot4_i8(qv.w, kv.w, a);
+      isum[r] = a;
+    }
+    if (last) {
+      const float kscale = arch::half_to_float(kd[kB16 ? piece : piece / 2]);
+      PACKFA_UNROLL
+      for (int r = 0; r < RMAX; ++r)
+        s[r] = fmaf(static_cast<float>(isum[r]), qscale[r * T::kQBlocks + piece / 2] * kscale, s[r]);
+    }
+  }
+}
+
+// int8 Q·K on tensor cores (NVIDIA, 16-row class): S (16 rows x 32 keys) from
+// mma.m16n8k16.s8 per 16-dim piece into int32, then one fp32 FMA per K block of KB dims with
+// q_scale·k_scale. qa: this lane's A fragments of Q (rows g, g + 8). sc[n][c]: key tile n,
+// C register c = row g + 8·(c/2), key 8n + 2·(lane%4) + c%2.
+template <int D, int KB, class T>
+PACKFA_DEV void qk_mma(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D / 16][4], const char* k_sm,
+                       const char* ks_sm, const char* q_smem) {
+  const int lane = arch::lane_id();
+  const int g = lane >> 2, t = lane & 3;
+  const float* qscale = reinterpret_cast<const float*>(q_smem + 16 * D);
+  int acc[kFaChunk / 8][4];
+  PACKFA_UNROLL
+  for (int piece = 0; piece < D / 16; ++piece) {
+    constexpr bool kB16 = KB == 16;
+    const bool first = kB16 || (piece & 1) == 0;
+    const bool last = kB16 || (piece & 1) == 1 || piece == D / 16 - 1;
+    PACKFA_UNROLL
+    for (int n = 0; n < kFaChunk / 8; ++n) {
+      if (first) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+      const uint32_t kb = *reinterpret_cast<const uint32_t*>(k_sm + (8 * n + g) * T::kKPitch + 16 * piece + 4 * t);
+      const uint32_t a[2] = {qa[piece][0], qa[piece][1]};
+      arch::mma_16x8x16_s8(acc[n], a, kb);
+    }
+    if (last) {
+      const int blk = kB16 ? piece : piece / 2;
+      const float q_lo = qscale[g * T::kQBlocks + piece / 2], q_hi = qscale[(g + 8) * T::kQBlocks + piece / 2];
+      PACKFA_UNROLL
+      for (int n = 0; n < kFaChunk / 8; ++n) {
+        const char* kd = ks_sm + (8 * n + 2 * t) * T::kScalePitch + 2 * blk;
+        const float k0 = arch::half_to_float(*reinterpret_cast<const uint16_t*>(kd));
+        const float k1 = arch::half_to_float(*reinterpret_cast<const uint16_t*>(kd + T::kScalePitch));
+        sc[n][0] = fmaf(static_cast<float>(acc[n][0]), q_lo * k0, sc[n][0]);
+        sc[n][1] = fmaf(static_cast<float>(acc[n][1]), q_lo * k1, sc[n][1]);
+        sc[n][2] = fmaf(static_cast<float>(acc[n][2]), q_hi * k0, sc[n][2]);
+        sc[n][3] = fmaf(static_cast<float>(acc[n][3]), q_hi * k1, sc[n][3]);
+      }
+    }
+  }
+}
+
+// fp16 Q·K on tensor cores (f16 K rows): S (16 rows x 32 keys) += Q·K^T with
+// mma.m16n8k16 (fp32 sums of fp16 products), B fragments of two key tiles per ldmatrix.
+// qa: A fragments of fp16-rounded Q (rows g, g + 8; dims 2·(lane%4) (+1), + 8).
+template <int D, class T>
+PACKFA_DEV void qk_mma_f16(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D / 16][4], const char* k_sm) {
+  const int lane = arch::lane_id();
+  const int mi = lane >> 3, lr = lane & 7;  // ldmatrix: matrix mi, its row lr
+  PACKFA_UNROLL
+  for (int piece = 0; piece < D / 16; ++piece)
+    PACKFA_UNROLL
+    for (int n = 0; n < kFaChunk / 8; n += 2) {
+      const int row = 8 * (n + (mi >> 1)) + lr;  // key
+      const int pc = 2 * piece + (mi & 1);       // 16-byte piece: dims 8·pc..
+      uint32_t b[4];
+      arch::ldmatrix_x4(b, k_sm + row * T::kKPitch + 16 * pc);
+      arch::mma_16x8x16_f16(sc[n], qa[piece], b[0], b[1]);
+      arch::mma_16x8x16_f16(sc[n + 1], qa[piece], b[2], b[3]);
+    }
+}
+
+// ---- tensor-core P·V (NVIDIA) ----------------------------------------------------------------
+// O^T (dims x rows) += V^T (dims x keys) · P^T (keys x rows), mma.m16n8k16, fp32 accumulation.
+// A = V straight from the stage: f16 rows through ldmatrix.trans; q8_0/q4_0 bytes become exact
+// fp16 integers with the 0x6400 trick (byte in the mantissa of 1024, then one f16x2
+// subtraction), so there is no dequant pass. B = P (rows >= RMAX are zero) times the ggml
+// block scale of its key, in fp16: the scale varies by key and 32-dim block, so each block
+// gets its own B (2 registers per 16 keys). An m-tile row is free to stand for any dim; the
+// map below gives each lane contiguous bytes of its key rows.
+template <VFormat VF>
+PACKFA_DEV int pv_dim(int tile, int m) {
+  if constexpr (VF == VFormat::q8_0) {  // tile pair 2j, 2j+1 = block j; lane group g owns bytes 4g..4g+3
+    return 32 * (tile >> 1) + 4 * (m & 7) + 2 * (tile & 1) + (m >> 3);
+  } else if constexpr (VF == VFormat::q4_0) {  // lane group g owns bytes 2g, 2g+1: low nibbles, then high
+    return 32 * (tile >> 1) + 16 * (tile & 1) + 2 * (m & 7) + (m >> 3);
+  } else {
+    return 16 * tile + m;
+  }
+}
+
+// int8 byte `i` of x and of y -> fp16 pair (x's in the low half), exact.
+PACKFA_DEV uint32_t i8_pair_to_half2(uint32_t x, uint32_t y, uint32_t i) {
+  const uint32_t r = arch::byte_perm(x, y, i | ((i + 4) << 8));
+  return arch::hsub2(arch::and_xor(r, 0x00ff00ffu, 0x64806480u), 0x64806480u);  // (1024 + (q + 128)) - 1152
+}
+// Low / high nibble of byte 0 and byte 2 of r -> fp16 pair of (nibble - 8), exact.
+PACKFA_DEV uint32_t q4_lo_to_half2(uint32_t r) {
+  return arch::hsub2(arch::and_xor(r, 0x000f000fu, 0x64006400u), 0x64086408u);  // (1024 + n) - 1032
+}
+PACKFA_DEV uint32_t q4_hi_to_half2(uint32_t r) {
+  return arch::hfma2(arch::and_xor(r, 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);  // (1024 + 16n)/16 - 72
+}
+
+template <int D, int NT>
+struct PvAcc {
+  float c[D / 16][NT][4];  // [m-tile][n-tile][mma C register]
+};
+
+// P operands of one chunk: pb[16-key step][n-tile][register], and the running-max
+// correction of the accumulator columns this lane holds (rows 8·nt + t2, + 1).
+template <int NT>
+struct PvOperands {
+  uint32_t pb[kFaChunk / 16][NT][2];
+  float corr[NT][2];
+};
+
+// From the lane = key softmax: P in pbuf ([row][key]), corrections in corr_s (rows >= RMAX: 0 / 1).
+template <int RMAX, class T>
+PACKFA_DEV void pv_operands_from_smem(PvOperands<(RMAX + 7) / 8>& op, const float* pbuf, const float* corr_s) {
+  constexpr int NT = (RMAX + 7) / 8;
   const int lane = arch::lane_id();
   const int g = lane >> 2, t2 = 2 * (lane & 3);
-  const float c_lo = g < RMAX ? corr_s[g] : 1.0f;
-  const float c_hi = g + 8 < RMAX ? corr_s[g + 8] : 1.0f;
-#pragma unroll
-  for (int nt = 0; nt < D / 8; ++nt) {
-    oacc[nt][0] *= c_lo;
-    oacc[nt][1] *= c_lo;
-    oacc[nt][2] *= c_hi;
-    oacc[nt][3] *= c_hi;
+  PACKFA_UNROLL
+  for (int nt = 0; nt < NT; ++nt) {
+    const int r0 = 8 * nt + t2;
+    op.corr[nt][0] = r0 < RMAX ? corr_s[r0] : 1.0f;
+    op.corr[nt][1] = r0 + 1 < RMAX ? corr_s[r0 + 1] : 1.0f;
+    const int row = 8 * nt + g;
+    PACKFA_UNROLL
+    for (int ks = 0; ks < kFaChunk / 16; ++ks) {
+      float2 lo{0.0f, 0.0f}, hi{0.0f, 0.0f};
+      if (row < RMAX) {
+        lo = *reinterpret_cast<const float2*>(pbuf + row * T::kPPitch + 16 * ks + t2);
+        hi = *reinterpret_cast<const float2*>(pbuf + row * T::kPPitch + 16 * ks + t2 + 8);
+      }
+      op.pb[ks][nt][0] = arch::pack_half2(lo.x, lo.y);
+      op.pb[ks][nt][1] = arch::pack_half2(hi.x, hi.y);
+    }
   }
-  auto P = [&](int row, int key) { return row < RMAX ? pbuf[key * RMAX + row] : 0.0f; };
-#pragma unroll
+}
+
+template <int D, VFormat VF, int NT, class T>
+PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, int nvalid) {
+  const int lane = arch::lane_id();
+  const int g = lane >> 2, t2 = 2 * (lane & 3);
+  bool rescale = false;
+  PACKFA_UNROLL
+  for (int nt = 0; nt < NT; ++nt) rescale = rescale || op.corr[nt][0] != 1.0f || op.corr[nt][1] != 1.0f;
+  if (arch::wave_any(rescale)) {  // once the running maxima settle, most chunks skip this
+    PACKFA_UNROLL
+    for (int nt = 0; nt < NT; ++nt)
+      PACKFA_UNROLL
+      for (int i = 0; i < D / 16; ++i) {
+        acc.c[i][nt][0] *= op.corr[nt][0];
+        acc.c[i][nt][1] *= op.corr[nt][1];
+        acc.c[i][nt][2] *= op.corr[nt][0];
+        acc.c[i][nt][3] *= op.corr[nt][1];
+      }
+  }
+  PACKFA_UNROLL
   for (int ks = 0; ks < T::kChunk / 16; ++ks) {
     const int k0 = 16 * ks;
     if (k0 >= nvalid) break;
-    uint32_t a[4];
-    a[0] = arch::pack_half2(P(g, k0 + t2), P(g, k0 + t2 + 1));
-    a[1] = arch::pack_half2(P(g + 8, k0 + t2), P(g + 8, k0 + t2 + 1));
-    a[2] = arch::pack_half2(P(g, k0 + t2 + 8), P(g, k0 + t2 + 9));
-    a[3] = arch::pack_half2(P(g + 8, k0 + t2 + 8), P(g + 8, k0 + t2 + 9));
-    const char* vsrc;
-    int pitch;
+    const auto& pb = op.pb[ks];
+    const char* ka = v_sm + (k0 + t2) * T::kVPitch;  // keys k0+t2, +1, +8, +9
+    const char* kb = ka + T::kVPitch;
+    const char* kc = ka + 8 * T::kVPitch;
+    const char* kd = kc + T::kVPitch;
     if constexpr (VF == VFormat::f16) {
-      if (k0 + 16 > nvalid) {  // last, partial chunk: rows past nvalid are stale; make them 0
-        char* vz = const_cast<char*>(v_sm);
-        for (int gi = lane; gi < 16 * (D / 8); gi += arch::kWaveSize) {
-          const int row = k0 + gi / (D / 8);
-          if (row >= nvalid) *reinterpret_cast<uint4*>(vz + row * T::kVPitch + 16 * (gi % (D / 8))) = uint4{0, 0, 0, 0};
-        }
-        arch::sync_wave();
+      const int lkey = k0 + (lane & 7) + ((lane >> 4) & 1) * 8;
+      const char* lrow = v_sm + lkey * T::kVPitch + ((lane >> 3) & 1) * 16;
+      PACKFA_UNROLL
+      for (int i = 0; i < D / 16; ++i) {
+        uint32_t a[4];
+        arch::ldmatrix_x4_trans(a, lrow + 32 * i);
+        PACKFA_UNROLL
+        for (int nt = 0; nt < NT; ++nt) arch::mma_16x8x16_f16(acc.c[i][nt], a, pb[nt][0], pb[nt][1]);
       }
-      vsrc = v_sm + k0 * T::kVPitch;
-      pitch = T::kVPitch;
     } else {
-      // dequantize keys k0..k0+15 (rows past nvalid hold stale bytes: their p is 0, but
-      // 0 * NaN is NaN, so they are written as zeros)
-      constexpr int kGroups = D / 4;  // 4 dims per item; 16 rows x kGroups items, 32 per step
-      constexpr int kRowStep = arch::kWaveSize / kGroups, kGrpStep = arch::kWaveSize % kGroups;
-      int row = lane / kGroups, grp = lane - (lane / kGroups) * kGroups;
-#pragma unroll
-      for (int it = 0; it < 16 * kGroups / arch::kWaveSize; ++it) {
-        uint2 w{0, 0};
-        if (k0 + row < nvalid) {
-          float v[4], vd;
-          load_v<VF, 4>(v_sm + (k0 + row) * T::kVPitch, 4 * grp, v, vd);
-          w.x = arch::pack_half2(v[0] * vd, v[1] * vd);
-          w.y = arch::pack_half2(v[2] * vd, v[3] * vd);
+      constexpr int kBlockBytes = VF == VFormat::q8_0 ? 34 : 18;
+      PACKFA_UNROLL
+      for (int j = 0; j < D / 32; ++j) {
+        auto u16 = [&](const char* row, int off) {
+          return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(row + off));
+        };
+        const int sb = j * kBlockBytes;  // block j: fp16 scale, then quants
+        const uint32_t dab = arch::byte_perm(u16(ka, sb), u16(kb, sb), 0x5410);
+        const uint32_t dcd = arch::byte_perm(u16(kc, sb), u16(kd, sb), 0x5410);
+        uint32_t bj[NT][2];
+        PACKFA_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          bj[nt][0] = arch::hmul2(pb[nt][0], dab);
+          bj[nt][1] = arch::hmul2(pb[nt][1], dcd);
         }
-        *reinterpret_cast<uint2*>(conv + row * T::kConvPitch + 8 * grp) = w;
-        row += kRowStep;
-        grp += kGrpStep;
-        if (grp >= kGroups) {
-          grp -= kGroups;
-          ++row;
+        uint32_t a0[4], a1[4];  // tiles 2j and 2j+1
+        if constexpr (VF == VFormat::q8_0) {
+          // bytes 4g..4g+3 of the block's quants: 4-byte aligned for odd j; for even j they
+          // straddle two aligned words (w0 bytes 2,3 and w1 bytes 0,1)
+          auto w32 = [&](const char* row, int off) { return *reinterpret_cast<const uint32_t*>(row + off); };
+          const bool odd = (j & 1) != 0;
+          const int o0 = odd ? sb + 2 + 4 * g : sb + 4 * g;
+          const int o1 = odd ? o0 : o0 + 4;
+          const uint32_t i0 = odd ? 0 : 2, i1 = odd ? 2 : 0;
+          const uint32_t xa0 = w32(ka, o0), xb0 = w32(kb, o0), xc0 = w32(kc, o0), xd0 = w32(kd, o0);
+          const uint32_t xa1 = odd ? xa0 : w32(ka, o1), xb1 = odd ? xb0 : w32(kb, o1);
+          const uint32_t xc1 = odd ? xc0 : w32(kc, o1), xd1 = odd ? xd0 : w32(kd, o1);
+          a0[0] = i8_pair_to_half2(xa0, xb0, i0);
+          a0[1] = i8_pair_to_half2(xa0, xb0, i0 + 1);
+          a0[2] = i8_pair_to_half2(xc0, xd0, i0);
+          a0[3] = i8_pair_to_half2(xc0, xd0, i0 + 1);
+          a1[0] = i8_pair_to_half2(xa1, xb1, i1);
+          a1[1] = i8_pair_to_half2(xa1, xb1, i1 + 1);
+          a1[2] = i8_pair_to_half2(xc1, xd1, i1);
+          a1[3] = i8_pair_to_half2(xc1, xd1, i1 + 1);
+        } else {  // q4_0: bytes 2g, 2g+1 of the block's quants
+          const int o = sb + 2 + 2 * g;
+          const uint32_t ab0 = arch::byte_perm(u16(ka, o), u16(kb, o), 0x0400);  // byte 2g of keys a, b
+          const uint32_t ab1 = arch::byte_perm(u16(ka, o), u16(kb, o), 0x0501);  // byte 2g+1
+          const uint32_t cd0 = arch::byte_perm(u16(kc, o), u16(kd, o), 0x0400);
+          const uint32_t cd1 = arch::byte_perm(u16(kc, o), u16(kd, o), 0x0501);
+          a0[0] = q4_lo_to_half2(ab0);
+          a0[1] = q4_lo_to_half2(ab1);
+          a0[2] = q4_lo_to_half2(cd0);
+          a0[3] = q4_lo_to_half2(cd1);
+          a1[0] = q4_hi_to_half2(ab0);
+          a1[1] = q4_hi_to_half2(ab1);
+          a1[2] = q4_hi_to_half2(cd0);
+          a1[3] = q4_hi_to_half2(cd1);
+        }
+        PACKFA_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          arch::mma_16x8x16_f16(acc.c[2 * j][nt], a0, bj[nt][0], bj[nt][1]);
+          arch::mma_16x8x16_f16(acc.c[2 * j + 1][nt], a1, bj[nt][0], bj[nt][1]);
         }
       }
-      arch::sync_wave();
-      vsrc = conv;
-      pitch = T::kConvPitch;
     }
-    const char* lrow = vsrc + ((lane & 7) + ((lane >> 3) & 1) * 8) * pitch + (lane >> 4) * 16;
-#pragma unroll
-    for (int np = 0; np < D / 16; ++np) {
-      uint32_t bfr[4];
-      arch::ldmatrix_x4_trans(bfr, lrow + np * 32);
-      arch::mma_16x8x16_f16(oacc[2 * np], a, bfr[0], bfr[1]);
-      arch::mma_16x8x16_f16(oacc[2 * np + 1], a, bfr[2], bfr[3]);
-    }
-    if constexpr (VF != VFormat::f16) arch::sync_wave();  // conv is rewritten next step
   }
 }
 
@@ -292,7 +487,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 
   // ---- row facts + Q into shared memory ---------------------------------------------------
   if (tid < RMAX) {
-    RowInfo ri{0, 0, 0.0f, 0};
+    RowInfo ri{0, 0, 0.0f, 0, 0, 0, {0, 0}};
     if (tid < nrows) {
       const int g = row0 + tid;
       ri.qi = g / p.gqa;
@@ -303,45 +498,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         ri.slope = h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(h + 1))
                                   : powf(p.alibi_m1, static_cast<float>(2 * (h - p.alibi_n2) + 1));
       }
+      ri.key_lo = p.window > 0 ? ri.pos - p.window + 1 : 0;
+      ri.key_hi = p.causal ? ri.pos + 1 : kv_len;
     }
     rinfo[tid] = ri;
-  }
-  __syncthreads();
-
-  // Q: all threads load (coalesced) into fp32 scratch (the loop buffers are still free),
-  // then one thread per (row, 32-block) quantizes (int8 mode) or rounds to fp16.
-  float* qtmp = reinterpret_cast<float*>(loop_smem);
-  for (int item = tid; item < RMAX * D; item += T::kThreads) {
-    const int r = item / D, d = item - r * D;
-    float x = 0.0f;
-    if (r < nrows) {
-      const int64_t idx = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(rinfo[r].qi) * p.q_row +
-                          static_cast<int64_t>(rinfo[r].head) * p.q_head + d;
-      x = load_as_float(p.q, p.q_type, idx);
-      if (p.smooth) x *= p.smooth[static_cast<int64_t>(kvh) * D + d];
-    }
-    qtmp[item] = x;
-  }
-  __syncthreads();
-  for (int item = tid; item < RMAX * T::kQBlocks; item += T::kThreads) {
-    const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks;
-    const int d0 = qb * 32, n = min(32, D - d0);
-    const float* x = qtmp + r * D + d0;
-    if constexpr (T::kInt8Q) {
-      float amax = 0.0f;
-      for (int i = 0; i < n; ++i) amax = fmaxf(amax, fabsf(x[i]));
-      const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int8_t* qrow = reinterpret_cast<int8_t*>(q_smem) + r * D + d0;
-      for (int i = 0; i < n; ++i) {
-        const int qv = arch::round_to_int(x[i] * inv);
-        qrow[i] = static_cast<int8_t>(max(-127, min(127, qv)));
-      }
-      float* qscale = reinterpret_cast<float*>(q_smem + RMAX * D);
-      qscale[r * T::kQBlocks + qb] = qd * p.scale;
-    } else {
-      float* qrow = reinterpret_cast<float*>(q_smem) + r * D + d0;
-      for (int i = 0; i < n; ++i) qrow[i] = arch::half_to_float(arch::float_to_half(x[i]));
-    }
   }
   __syncthreads();
 
@@ -371,13 +531,14 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const float softcap = p.softcap;
   const uint16_t* mask_row_base =
       p.mask ? p.mask + static_cast<int64_t>(b) * p.mask_seq : nullptr;
+  const bool extras = softcap > 0.0f || mask_row_base || p.alibi_n2 > 0;  // score edits beyond visibility
 
   // Running max (log2 units, wave-uniform) and lane-partial sums per row. Accumulators:
   // scalar path acc[row][kDpl dims]; tensor-core path oacc[n-tile][4] in mma C layout
   // (rows lane/4 and lane/4 + 8, dims 8·tile + 2·(lane%4) + {0,1}).
   float m_run[RMAX], l_part[RMAX], acc[RMAX][T::kDpl];
-  float oacc[D / 8][4];
-  float* corr_s = pbuf + T::kChunk * RMAX;
+  PvAcc<D, (RMAX + 7) / 8> pacc;
+  float* corr_s = pbuf + T::kPPitch * RMAX;
 #pragma unroll
   for (int r = 0; r < RMAX; ++r) {
     m_run[r] = kNegInf;
@@ -385,10 +546,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 #pragma unroll
     for (int i = 0; i < T::kDpl; ++i) acc[r][i] = 0.0f;
   }
-#pragma unroll
-  for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) oacc[nt][j] = 0.0f;
+  PACKFA_UNROLL
+  for (int i = 0; i < D / 16; ++i)
+    PACKFA_UNROLL
+    for (int nt = 0; nt < (RMAX + 7) / 8; ++nt)
+      PACKFA_UNROLL
+      for (int j = 0; j < 4; ++j) pacc.c[i][nt][j] = 0.0f;
 
   auto stage_chunk = [&](int chunk, int stage) {
     const int key0 = k_begin + chunk * T::kChunk;
@@ -419,7 +582,73 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 
   int it = 0;
   int chunk = wave;
-  if (T::kStages == 2 && chunk < nchunks) stage_chunk(chunk, 0);
+  if (chunk < nchunks) stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
+
+  // ---- Q into shared memory, while the first chunk streams in --------------------------------
+  // One wave per (row, 32-dim block) item, lane = dim: int8 with a wave max for the block
+  // scale (softmax scale folded in), or fp16-rounded fp32. Loads go out in batches of 8 items
+  // (a batch per wave covers the decode shapes; more would cost registers the loop needs).
+  {
+    constexpr int kItems = RMAX * T::kQBlocks;
+    constexpr int kPerWave = (kItems + T::kWaves - 1) / T::kWaves;
+    constexpr int kBatch = kPerWave < 8 ? kPerWave : 8;
+#pragma unroll 1
+    for (int k0 = 0; k0 < kPerWave; k0 += kBatch) {
+      float x[kBatch];
+      PACKFA_UNROLL
+      for (int k = 0; k < kBatch; ++k) {
+        const int item = wave + (k0 + k) * T::kWaves;
+        const int r = item / T::kQBlocks, d = (item - r * T::kQBlocks) * 32 + lane;
+        x[k] = 0.0f;
+        if (k0 + k < kPerWave && item < kItems && r < nrows && d < D) {
+          const RowInfo& ri = rinfo[r];
+          const int64_t idx = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(ri.qi) * p.q_row +
+                              static_cast<int64_t>(ri.head) * p.q_head + d;
+          x[k] = load_as_float(p.q, p.q_type, idx);
+          if (p.smooth) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + d];
+        }
+      }
+      PACKFA_UNROLL
+      for (int k = 0; k < kBatch; ++k) {
+        const int item = wave + (k0 + k) * T::kWaves;
+        if (k0 + k >= kPerWave || item >= kItems) break;
+        const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks, d = qb * 32 + lane;
+        if constexpr (T::kInt8Q) {
+          const float amax = arch::group_max(fabsf(x[k]));
+          const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+          const int qv = arch::round_to_int(x[k] * inv);
+          if (d < D) reinterpret_cast<int8_t*>(q_smem)[r * D + d] = static_cast<int8_t>(max(-127, min(127, qv)));
+          if (lane == 0) reinterpret_cast<float*>(q_smem + RMAX * D)[r * T::kQBlocks + qb] = qd * p.scale;
+        } else {
+          if (d < D) reinterpret_cast<float*>(q_smem)[r * D + d] = arch::half_to_float(arch::float_to_half(x[k]));
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // A fragments of Q for the tensor-core Q·K, rows lane/4 + 8h (zero past RMAX). int8: bytes
+  // 4·(lane%4).. of each 16-dim piece in [piece][h]; fp16: dims 2·(lane%4) (+1) in [piece][h],
+  // the same + 8 in [piece][2 + h].
+  uint32_t qreg[D / 16][4];
+  if constexpr (T::kMmaQk) {
+    const int g = lane >> 2, t = lane & 3;
+    PACKFA_UNROLL
+    for (int piece = 0; piece < D / 16; ++piece)
+      PACKFA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        if constexpr (QK == QKMode::packed16_int8) {
+          qreg[piece][h] = r < RMAX ? *reinterpret_cast<const uint32_t*>(q_smem + r * D + 16 * piece + 4 * t) : 0u;
+          qreg[piece][2 + h] = 0u;
+        } else {
+          const float* qf = reinterpret_cast<const float*>(q_smem) + r * D + 16 * piece + 2 * t;
+          qreg[piece][h] = r < RMAX ? arch::pack_half2(qf[0], qf[1]) : 0u;
+          qreg[piece][2 + h] = r < RMAX ? arch::pack_half2(qf[8], qf[9]) : 0u;
+        }
+      }
+  }
+
   for (; chunk < nchunks; chunk += T::kWaves, ++it) {
     const int stage = T::kStages == 2 ? (it & 1) : 0;
     if constexpr (T::kStages == 2) {
@@ -431,65 +660,126 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         arch::copy_async_wait<0>();
       }
     } else {
-      stage_chunk(chunk, 0);  // one buffer: the previous chunk's readers are done
+      if (it > 0) stage_chunk(chunk, 0);  // one buffer: the previous chunk's readers are done
       arch::copy_async_wait<0>();
     }
-    arch::sync_wave();
-
     const char* st = wave_smem + stage * T::kStageBytes;
     const char* ks_sm = st + T::kChunk * T::kKPitch;
     const char* v_sm = ks_sm + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
     const int key0 = k_begin + chunk * T::kChunk;
     const int nvalid = min(T::kChunk, k_end - key0);
+    if constexpr (T::kMmaPv) {
+      // last, partial chunk: V rows past nvalid hold stale bytes; their p is 0, but 0 · NaN
+      // is NaN in the mma, so they become zeros
+      if (nvalid < T::kChunk) {
+        uint4* vz = reinterpret_cast<uint4*>(const_cast<char*>(v_sm) + nvalid * T::kVPitch);
+        for (int i = lane; i < (T::kChunk - nvalid) * T::kVPitch / 16; i += arch::kWaveSize) vz[i] = uint4{0, 0, 0, 0};
+      }
+    }
+    arch::sync_wave();
     const int key = key0 + lane;
 
-    // ---- Q·K: lane = key, all rows ---------------------------------------------------------
-    float s[RMAX];
-#pragma unroll
-    for (int r = 0; r < RMAX; ++r) s[r] = 0.0f;
-    const char* krow = st + lane * T::kKPitch;
-    if constexpr (QK == QKMode::packed16_int8) {
-      const int8_t* qs = reinterpret_cast<const int8_t*>(q_smem);
-      const float* qscale = reinterpret_cast<const float*>(q_smem + RMAX * D);
-      const uint16_t* kd = reinterpret_cast<const uint16_t*>(ks_sm + lane * T::kScalePitch);
-      int isum[RMAX];
-#pragma unroll
-      for (int piece = 0; piece < D / 16; ++piece) {
-        const int4 kv = *reinterpret_cast<const int4*>(krow + piece * 16);
-        const bool first = b16 || (piece & 1) == 0;
-        const bool last = b16 || (piece & 1) == 1 || piece == D / 16 - 1;
-        const float kscale = last ? arch::half_to_float(kd[b16 ? piece : piece / 2]) : 0.0f;
-#pragma unroll
-        for (int r = 0; r < RMAX; ++r) {
-          if (r < nrows) {
-            const int4 qv = *reinterpret_cast<const int4*>(qs + r * D + piece * 16);
-            int a = first ? 0 : isum[r];
-            a = arch::dot4_i8(qv.x, kv.x, a);
-            a = arch::dot4_i8(qv.y, kv.y, a);
-            a = arch::dot4_i8(qv.z, kv.z, a);
-            a = arch::dot4_i8(qv.w, kv.w, a);
-            isum[r] = a;
-            if (last) s[r] = fmaf(static_cast<float>(a), qscale[r * T::kQBlocks + piece / 2] * kscale, s[r]);
+    if constexpr (T::kMmaQk) {
+      // ---- scores on tensor cores: S in C fragments (rows g + 8h), softmax in registers,
+      // P handed to the P·V mma without shared memory ---------------------------------------
+      constexpr int NT = T::kNt;
+      const int g = lane >> 2, t2 = 2 * (lane & 3);
+      float sc[T::kChunk / 8][4] = {};
+      if constexpr (QK == QKMode::f16) {
+        qk_mma_f16<D, T>(sc, qreg, st);
+        PACKFA_UNROLL
+        for (int n = 0; n < T::kChunk / 8; ++n)
+          PACKFA_UNROLL
+          for (int c = 0; c < 4; ++c) sc[n][c] *= p.scale;
+      } else if (b16) {
+        qk_mma<D, 16, T>(sc, qreg, st, ks_sm, q_smem);
+      } else {
+        qk_mma<D, 32, T>(sc, qreg, st, ks_sm, q_smem);
+      }
+      PvOperands<NT> op;
+      float corr_row[NT];
+      PACKFA_UNROLL
+      for (int h = 0; h < NT; ++h) {
+        const int r = min(g + 8 * h, RMAX - 1);  // rows past RMAX: an empty key range
+        const int2 range = g + 8 * h < RMAX ? *reinterpret_cast<const int2*>(&rinfo[r].key_lo) : int2{0, 0};
+        const int khi = min(range.y, k_end);
+        float mx = kNegInf;
+        PACKFA_UNROLL
+        for (int n = 0; n < T::kChunk / 8; ++n)
+          PACKFA_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const int kk = key0 + 8 * n + t2 + e;
+            const bool visible = kk >= range.x && kk < khi;
+            float x = sc[n][2 * h + e];
+            if (extras) {
+              const RowInfo ri = rinfo[r];
+              if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
+              if (visible && mask_row_base)
+                x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + kk]);
+              if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(kk - ri.pos);
+            }
+            x = visible ? x * kLog2e : kNegInf;
+            sc[n][2 * h + e] = x;
+            mx = fmaxf(mx, x);
           }
+        mx = fmaxf(mx, arch::shfl_xor(mx, 1));  // the row's 4 lanes
+        mx = fmaxf(mx, arch::shfl_xor(mx, 2));
+        const float m_new = fmaxf(m_run[h], mx);
+        const float corr = m_new == kNegInf ? 1.0f : arch::exp2_fast(m_run[h] - m_new);
+        float sum = 0.0f;
+        PACKFA_UNROLL
+        for (int n = 0; n < T::kChunk / 8; ++n)
+          PACKFA_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const float pr = m_new == kNegInf ? 0.0f : arch::exp2_fast(sc[n][2 * h + e] - m_new);
+            sc[n][2 * h + e] = pr;
+            sum += pr;
+          }
+        m_run[h] = m_new;
+        l_part[h] = l_part[h] * corr + sum;
+        corr_row[h] = corr;
+        PACKFA_UNROLL
+        for (int ks = 0; ks < T::kChunk / 16; ++ks) {
+          op.pb[ks][h][0] = arch::pack_half2(sc[2 * ks][2 * h], sc[2 * ks][2 * h + 1]);
+          op.pb[ks][h][1] = arch::pack_half2(sc[2 * ks + 1][2 * h], sc[2 * ks + 1][2 * h + 1]);
         }
       }
-    } else if constexpr (QK == QKMode::packed16_f16) {
-      const float* qf = reinterpret_cast<const float*>(q_smem);
-      const uint16_t* kd = reinterpret_cast<const uint16_t*>(ks_sm + lane * T::kScalePitch);
-      float part[RMAX];
+      // accumulator columns are rows 8·h + t2 (+1): their corrections live on lanes 4·(t2 (+1))
+      PACKFA_UNROLL
+      for (int h = 0; h < NT; ++h) {
+        op.corr[h][0] = arch::shfl(corr_row[h], 4 * t2);
+        op.corr[h][1] = arch::shfl(corr_row[h], 4 * t2 + 4);
+      }
+      pv_mma<D, VF, NT, T>(pacc, op, v_sm, nvalid);
+    } else {
+      // ---- Q·K: lane = key, all rows ---------------------------------------------------------
+      float s[RMAX];
 #pragma unroll
-      for (int piece = 0; piece < D / 16; ++piece) {
-        const int4 kv = *reinterpret_cast<const int4*>(krow + piece * 16);
-        const bool first = b16 || (piece & 1) == 0;
-        const bool last = b16 || (piece & 1) == 1 || piece == D / 16 - 1;
-        float kf[16];
-        const int words[4] = {kv.x, kv.y, kv.z, kv.w};
+      for (int r = 0; r < RMAX; ++r) s[r] = 0.0f;
+      const char* krow = st + lane * T::kKPitch;
+      if constexpr (QK == QKMode::packed16_int8) {
+        const uint16_t* kd = reinterpret_cast<const uint16_t*>(ks_sm + lane * T::kScalePitch);
+        if (b16) {
+          qk_int8<D, RMAX, 16, T>(s, krow, kd, q_smem);
+        } else {
+          qk_int8<D, RMAX, 32, T>(s, krow, kd, q_smem);
+        }
+      } else if constexpr (QK == QKMode::packed16_f16) {
+        const float* qf = reinterpret_cast<const float*>(q_smem);
+        const uint16_t* kd = reinterpret_cast<const uint16_t*>(ks_sm + lane * T::kScalePitch);
+        float part[RMAX];
 #pragma unroll
-        for (int i = 0; i < 16; ++i) kf[i] = static_cast<float>(static_cast<int8_t>((words[i / 4] >> (8 * (i % 4))) & 0xff));
-        const float kscale = last ? arch::half_to_float(kd[b16 ? piece : piece / 2]) : 0.0f;
+        for (int piece = 0; piece < D / 16; ++piece) {
+          const int4 kv = *reinterpret_cast<const int4*>(krow + piece * 16);
+          const bool first = b16 || (piece & 1) == 0;
+          const bool last = b16 || (piece & 1) == 1 || piece == D / 16 - 1;
+          float kf[16];
+          const int words[4] = {kv.x, kv.y, kv.z, kv.w};
 #pragma unroll
-        for (int r = 0; r < RMAX; ++r) {
-          if (r < nrows) {
+          for (int i = 0; i < 16; ++i) kf[i] = static_cast<float>(static_cast<int8_t>((words[i / 4] >> (8 * (i % 4))) & 0xff));
+          const float kscale = last ? arch::half_to_float(kd[b16 ? piece : piece / 2]) : 0.0f;
+#pragma unroll
+          for (int r = 0; r < RMAX; ++r) {  // rows >= nrows hold zero Q: computed, never written
             const float4* q4 = reinterpret_cast<const float4*>(qf + r * D + piece * 16);
             float a = first ? 0.0f : part[r];
 #pragma unroll
@@ -504,20 +794,18 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
             if (last) s[r] = fmaf(a, kscale * p.scale, s[r]);
           }
         }
-      }
-    } else {  // f16 K
-      const float* qf = reinterpret_cast<const float*>(q_smem);
+      } else {  // f16 K
+        const float* qf = reinterpret_cast<const float*>(q_smem);
 #pragma unroll
-      for (int piece = 0; piece < D / 8; ++piece) {
-        const uint4 kv = *reinterpret_cast<const uint4*>(krow + piece * 16);
-        float kf[8];
-        arch::half2_to_float2(kv.x, kf[0], kf[1]);
-        arch::half2_to_float2(kv.y, kf[2], kf[3]);
-        arch::half2_to_float2(kv.z, kf[4], kf[5]);
-        arch::half2_to_float2(kv.w, kf[6], kf[7]);
+        for (int piece = 0; piece < D / 8; ++piece) {
+          const uint4 kv = *reinterpret_cast<const uint4*>(krow + piece * 16);
+          float kf[8];
+          arch::half2_to_float2(kv.x, kf[0], kf[1]);
+          arch::half2_to_float2(kv.y, kf[2], kf[3]);
+          arch::half2_to_float2(kv.z, kf[4], kf[5]);
+          arch::half2_to_float2(kv.w, kf[6], kf[7]);
 #pragma unroll
-        for (int r = 0; r < RMAX; ++r) {
-          if (r < nrows) {
+          for (int r = 0; r < RMAX; ++r) {  // rows >= nrows hold zero Q: computed, never written
             const float4* q4 = reinterpret_cast<const float4*>(qf + r * D + piece * 8);
             const float4 a0 = q4[0], a1 = q4[1];
             float a = s[r];
@@ -532,59 +820,63 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
             s[r] = a;
           }
         }
+#pragma unroll
+        for (int r = 0; r < RMAX; ++r) s[r] *= p.scale;
       }
-#pragma unroll
-      for (int r = 0; r < RMAX; ++r) s[r] *= p.scale;
-    }
 
-    // ---- options, visibility, online softmax (log2 domain) ------------------------------------
-    // All RMAX rows (rows >= nrows hold zeros and are never written out): no early exit,
-    // so the rows' independent shuffle chains overlap.
+      // ---- options, visibility, online softmax (log2 domain) ------------------------------------
+      // All RMAX rows (rows >= nrows have an empty key range and are never written out): no
+      // early exit, so the rows' independent shuffle chains overlap.
 #pragma unroll
-    for (int r = 0; r < RMAX; ++r) {
-      const RowInfo ri = rinfo[r];
-      float x = s[r];
-      if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
-      bool visible = lane < nvalid;
-      if (p.causal) visible = visible && key <= ri.pos;
-      if (p.window > 0) visible = visible && key > ri.pos - p.window;
-      if (visible && mask_row_base)
-        x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + key]);
-      if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(key - ri.pos);
-      x = visible ? x * kLog2e : kNegInf;
-      const float m_new = fmaxf(m_run[r], arch::group_max(x));
-      const float corr = m_new == kNegInf ? 1.0f : arch::exp2_fast(m_run[r] - m_new);
-      const float pr = m_new == kNegInf ? 0.0f : arch::exp2_fast(x - m_new);
-      m_run[r] = m_new;
-      l_part[r] = l_part[r] * corr + pr;
+      for (int r = 0; r < RMAX; ++r) {
+        const int2 range = *reinterpret_cast<const int2*>(&rinfo[r].key_lo);
+        const bool visible = key >= range.x && key < min(range.y, k_end);
+        float x = s[r];
+        if (extras) {
+          const RowInfo ri = rinfo[r];
+          if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
+          if (visible && mask_row_base)
+            x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + key]);
+          if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(key - ri.pos);
+        }
+        x = visible ? x * kLog2e : kNegInf;
+        const float m_new = fmaxf(m_run[r], arch::group_max(x));
+        const float corr = m_new == kNegInf ? 1.0f : arch::exp2_fast(m_run[r] - m_new);
+        const float pr = m_new == kNegInf ? 0.0f : arch::exp2_fast(x - m_new);
+        m_run[r] = m_new;
+        l_part[r] = l_part[r] * corr + pr;
+        if constexpr (T::kMmaPv) {
+          if (lane == 0) corr_s[r] = corr;
+          pbuf[r * T::kPPitch + lane] = pr;  // [row][key]: B fragments read key pairs
+        } else {
+#pragma unroll
+          for (int i = 0; i < T::kDpl; ++i) acc[r][i] *= corr;
+          pbuf[lane * RMAX + r] = pr;  // [key][row]: float4 over rows
+        }
+      }
+      arch::sync_wave();
+
       if constexpr (T::kMmaPv) {
-        if (lane == 0) corr_s[r] = corr;
-      } else {
-#pragma unroll
-        for (int i = 0; i < T::kDpl; ++i) acc[r][i] *= corr;
-      }
-      pbuf[lane * RMAX + r] = pr;
-    }
-    arch::sync_wave();
-
-    if constexpr (T::kMmaPv) {
-      pv_mma<D, VF, RMAX, T>(oacc, pbuf, corr_s, v_sm, const_cast<char*>(st), nvalid);
-    } else if (lane < T::kPvLanes) {  // ---- scalar P·V: lane = kDpl dims ----------------------
-      const int dim0 = lane * T::kDpl;
+        PvOperands<(RMAX + 7) / 8> op;
+        pv_operands_from_smem<RMAX, T>(op, pbuf, corr_s);
+        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, nvalid);
+      } else if (lane < T::kPvLanes) {  // ---- scalar P·V: lane = kDpl dims ----------------------
+        const int dim0 = lane * T::kDpl;
 #pragma unroll 4
-      for (int t = 0; t < nvalid; ++t) {
-        float v[T::kDpl], vd;
-        load_v<VF, T::kDpl>(v_sm + t * T::kVPitch, dim0, v, vd);
-        const float4* pt = reinterpret_cast<const float4*>(pbuf + t * RMAX);
+        for (int t = 0; t < nvalid; ++t) {
+          float v[T::kDpl], vd;
+          load_v<VF, T::kDpl>(v_sm + t * T::kVPitch, dim0, v, vd);
+          const float4* pt = reinterpret_cast<const float4*>(pbuf + t * RMAX);
 #pragma unroll
-        for (int r4 = 0; r4 < RMAX / 4; ++r4) {
-          if (r4 * 4 >= nrows) break;
-          const float4 p4 = pt[r4];
-          const float pv[4] = {p4.x * vd, p4.y * vd, p4.z * vd, p4.w * vd};
+          for (int r4 = 0; r4 < RMAX / 4; ++r4) {
+            if (r4 * 4 >= nrows) break;
+            const float4 p4 = pt[r4];
+            const float pv[4] = {p4.x * vd, p4.y * vd, p4.z * vd, p4.w * vd};
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
+            for (int j = 0; j < 4; ++j)
 #pragma unroll
-            for (int i = 0; i < T::kDpl; ++i) acc[r4 * 4 + j][i] = fmaf(pv[j], v[i], acc[r4 * 4 + j][i]);
+              for (int i = 0; i < T::kDpl; ++i) acc[r4 * 4 + j][i] = fmaf(pv[j], v[i], acc[r4 * 4 + j][i]);
+          }
         }
       }
     }
@@ -596,12 +888,24 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   float* mg = reinterpret_cast<float*>(loop_smem);
   float* mg_acc = mg;                               // [wave][r][D]
   float* mg_ml = mg + T::kWaves * RMAX * D;         // [wave][r][2]
+  if constexpr (T::kMmaQk) {  // m_run/l_part [h]: row lane/4 + 8h, sums spread over the row's 4 lanes
+    PACKFA_UNROLL
+    for (int h = 0; h < T::kNt; ++h) {
+      const float l = arch::group_sum<4>(l_part[h]);
+      if ((lane & 3) == 0 && (lane >> 2) + 8 * h < RMAX) {
+        mg_ml[(wave * RMAX + (lane >> 2) + 8 * h) * 2] = m_run[h];
+        mg_ml[(wave * RMAX + (lane >> 2) + 8 * h) * 2 + 1] = l;
+      }
+    }
+  }
 #pragma unroll
   for (int r = 0; r < RMAX; ++r) {
-    const float l = arch::group_sum(l_part[r]);
-    if (lane == 0) {
-      mg_ml[(wave * RMAX + r) * 2] = m_run[r];
-      mg_ml[(wave * RMAX + r) * 2 + 1] = l;
+    if constexpr (!T::kMmaQk) {
+      const float l = arch::group_sum(l_part[r]);
+      if (lane == 0) {
+        mg_ml[(wave * RMAX + r) * 2] = m_run[r];
+        mg_ml[(wave * RMAX + r) * 2 + 1] = l;
+      }
     }
     if constexpr (!T::kMmaPv) {
       if (lane < T::kPvLanes) {
@@ -610,19 +914,17 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       }
     }
   }
-  if constexpr (T::kMmaPv) {
-    const int g = lane >> 2, c2 = 2 * (lane & 3);
-#pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      if (g < RMAX) {
-        mg_acc[(wave * RMAX + g) * D + nt * 8 + c2] = oacc[nt][0];
-        mg_acc[(wave * RMAX + g) * D + nt * 8 + c2 + 1] = oacc[nt][1];
-      }
-      if (g + 8 < RMAX) {
-        mg_acc[(wave * RMAX + g + 8) * D + nt * 8 + c2] = oacc[nt][2];
-        mg_acc[(wave * RMAX + g + 8) * D + nt * 8 + c2 + 1] = oacc[nt][3];
-      }
-    }
+  if constexpr (T::kMmaPv) {  // C register c of tile (i, nt): dim pv_dim(i, g + 8·(c/2)), row 8·nt + t2 + c%2
+    const int g = lane >> 2, t2 = 2 * (lane & 3);
+    PACKFA_UNROLL
+    for (int i = 0; i < D / 16; ++i)
+      PACKFA_UNROLL
+      for (int nt = 0; nt < (RMAX + 7) / 8; ++nt)
+        PACKFA_UNROLL
+        for (int c = 0; c < 4; ++c) {
+          const int row = 8 * nt + t2 + (c & 1);
+          if (row < RMAX) mg_acc[(wave * RMAX + row) * D + pv_dim<VF>(i, g + 8 * (c >> 1))] = pacc.c[i][nt][c];
+        }
   }
   __syncthreads();
 
