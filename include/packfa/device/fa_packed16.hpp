@@ -204,7 +204,7 @@ struct RowInfo {
 // dims, then one fp32 FMA per block with q_scale·k_scale (softmax scale folded into q_scale).
 // Rows >= nrows hold zero Q: computed, never written.
 template <int D, int RMAX, int KB, class T>
-PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, const char* q_smem) {
+PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, const char* q_smem, int nrows) {
   const int8_t* qs = reinterpret_cast<const int8_t*>(q_smem);
   const float* qscale = reinterpret_cast<const float*>(q_smem + RMAX * D);
   int isum[RMAX];
@@ -214,8 +214,14 @@ PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, 
     constexpr bool kB16 = KB == 16;
     const bool first = kB16 || (piece & 1) == 0;
     const bool last = kB16 || (piece & 1) == 1 || piece == D / 16 - 1;
+    const float kscale = last ? arch::half_to_float(kd[kB16 ? piece : piece / 2]) : 0.0f;
     PACKFA_UNROLL
     for (int r = 0; r < RMAX; ++r) {
+#if defined(PACKFA_BACKEND_HIP)
+      // RDNA: the guard bounds how many rows' loads the scheduler hoists (without it the
+      // 16-row class needed 256 VGPRs and 500 B of scratch); NVIDIA runs branch-free.
+      if (r >= nrows) break;
+#endif
       const int4 qv = *reinterpret_cast<const int4*>(qs + r * D + piece * 16);
       int a = first ? 0 : isum[r];
       a = arch::dot4_i8(qv.x, kv.x, a);
@@ -223,12 +229,7 @@ PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, 
       a = arch::dot4_i8(qv.z, kv.z, a);
       a = arch::dot4_i8(qv.w, kv.w, a);
       isum[r] = a;
-    }
-    if (last) {
-      const float kscale = arch::half_to_float(kd[kB16 ? piece : piece / 2]);
-      PACKFA_UNROLL
-      for (int r = 0; r < RMAX; ++r)
-        s[r] = fmaf(static_cast<float>(isum[r]), qscale[r * T::kQBlocks + piece / 2] * kscale, s[r]);
+      if (last) s[r] = fmaf(static_cast<float>(a), qscale[r * T::kQBlocks + piece / 2] * kscale, s[r]);
     }
   }
 }
@@ -760,9 +761,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if constexpr (QK == QKMode::packed16_int8) {
         const uint16_t* kd = reinterpret_cast<const uint16_t*>(ks_sm + lane * T::kScalePitch);
         if (b16) {
-          qk_int8<D, RMAX, 16, T>(s, krow, kd, q_smem);
+          qk_int8<D, RMAX, 16, T>(s, krow, kd, q_smem, nrows);
         } else {
-          qk_int8<D, RMAX, 32, T>(s, krow, kd, q_smem);
+          qk_int8<D, RMAX, 32, T>(s, krow, kd, q_smem, nrows);
         }
       } else if constexpr (QK == QKMode::packed16_f16) {
         const float* qf = reinterpret_cast<const float*>(q_smem);
