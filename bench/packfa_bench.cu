@@ -51,6 +51,8 @@ using namespace packfa;
 
 namespace {
 
+int g_splits = 0;  // --splits N: force the split-KV count (0 = the dispatcher's choice)
+
 __device__ uint32_t hash32(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
@@ -200,6 +202,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   CK(cudaMemcpy(kvlen, L.data(), c.batch * 4, cudaMemcpyHostToDevice));
 
   AttnParams p;
+  p.num_splits = g_splits;
   p.batch = c.batch;
   p.nq = c.nq;
   p.n_q_heads = c.H;
@@ -409,13 +412,14 @@ int main(int argc, char** argv) {
     else if (a == "--d" && i + 1 < argc) only_d = std::atoi(argv[++i]);
     else if (a == "--v" && i + 1 < argc) only_v = argv[++i];
     else if (a == "--no-baseline") no_base = true;
+    else if (a == "--splits" && i + 1 < argc) g_splits = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--chain-only") chain_only = true;
     else if (a == "--reps" && i + 1 < argc) reps = std::max(50, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr,
                    "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n"
-                   "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0] [--no-baseline]\n");
+                   "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0] [--no-baseline] [--splits N]\n");
       return 2;
     }
   }

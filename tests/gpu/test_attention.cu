@@ -202,6 +202,16 @@ TEST_CASE("options: window, mask, softcap, sinks, ALiBi, positions, smoothing, b
     c.softcap = 20.0f;
     c.window = 300;
     check(c);
+    for (int nq : {1, 3}) {  // plain f16 K (tensor-core scores on NVIDIA) with every option
+      c = base(128, vf, nq, 8, 2, 1500);
+      c.k_format = KFormat::f16;
+      c.window = 400;
+      c.mask = true;
+      c.softcap = 25.0f;
+      c.sinks = true;
+      c.alibi_max_bias = 4.0f;
+      check(c);
+    }
     c = base(64, vf, 2, 8, 2, 1500);
     c.window = 64;
     c.mask = true;
