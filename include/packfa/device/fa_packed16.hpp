@@ -202,11 +202,11 @@ struct RowInfo {
 // int8 Q·K, lane = key: 16-byte pieces of the key's row against every query row (Q and its
 // per-32 scales in shared memory, read as broadcasts), 4-way dots into int32 per K block of KB
 // dims, then one fp32 FMA per block with q_scale·k_scale (softmax scale folded into q_scale).
-// Rows >= nrows hold zero Q: computed, never written.
-template <int D, int RMAX, int KB, class T>
-PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, const char* q_smem, int nrows) {
+// Rows >= nrows hold zero Q: computed, never written. q_scale(r, block): Q's block scale.
+template <int D, int RMAX, int KB, class T, class QScale>
+PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, const char* q_smem, int nrows,
+                        const QScale& q_scale) {
   const int8_t* qs = reinterpret_cast<const int8_t*>(q_smem);
-  const float* qscale = reinterpret_cast<const float*>(q_smem + RMAX * D);
   int isum[RMAX];
   PACKFA_UNROLL
   for (int piece = 0; piece < D / 16; ++piece) {
@@ -229,21 +229,20 @@ PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, 
       a = arch::dot4_i8(qv.z, kv.z, a);
       a = arch::dot4_i8(qv.w, kv.w, a);
       isum[r] = a;
-      if (last) s[r] = fmaf(static_cast<float>(a), qscale[r * T::kQBlocks + piece / 2] * kscale, s[r]);
+      if (last) s[r] = fmaf(static_cast<float>(a), q_scale(r, piece / 2) * kscale, s[r]);
     }
   }
 }
 
 // int8 Q·K on tensor cores (NVIDIA, 16-row class): S (16 rows x 32 keys) from
 // mma.m16n8k16.s8 per 16-dim piece into int32, then one fp32 FMA per K block of KB dims with
-// q_scale·k_scale. qa: this lane's A fragments of Q (rows g, g + 8). sc[n][c]: key tile n,
+// q_scale·k_scale. qa / qsc: this lane's A fragments of Q and Q's block scales (rows g, g + 8). sc[n][c]: key tile n,
 // C register c = row g + 8·(c/2), key 8n + 2·(lane%4) + c%2.
 template <int D, int KB, class T>
 PACKFA_DEV void qk_mma(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D / 16][4], const char* k_sm,
-                       const char* ks_sm, const char* q_smem) {
+                       const char* ks_sm, const float (&qsc)[(D + 31) / 32][2]) {
   const int lane = arch::lane_id();
   const int g = lane >> 2, t = lane & 3;
-  const float* qscale = reinterpret_cast<const float*>(q_smem + 16 * D);
   int acc[kFaChunk / 8][4];
   PACKFA_UNROLL
   for (int piece = 0; piece < D / 16; ++piece) {
@@ -259,7 +258,7 @@ PACKFA_DEV void qk_mma(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D / 16
     }
     if (last) {
       const int blk = kB16 ? piece : piece / 2;
-      const float q_lo = qscale[g * T::kQBlocks + piece / 2], q_hi = qscale[(g + 8) * T::kQBlocks + piece / 2];
+      const float q_lo = qsc[piece / 2][0], q_hi = qsc[piece / 2][1];
       PACKFA_UNROLL
       for (int n = 0; n < kFaChunk / 8; ++n) {
         const char* kd = ks_sm + (8 * n + 2 * t) * T::kScalePitch + 2 * blk;
@@ -632,6 +631,32 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // 4·(lane%4).. of each 16-dim piece in [piece][h]; fp16: dims 2·(lane%4) (+1) in [piece][h],
   // the same + 8 in [piece][2 + h].
   uint32_t qreg[D / 16][4];
+  // Q's block scales are loop-invariant: registers for the tensor-core rows g, g + 8 and, on
+  // NVIDIA, for all rows of the 4-row class; RDNA reads them from shared memory (16 more VGPRs
+  // moved the decode instances further from the 96-VGPR aim, docs/rdna.md).
+#if defined(PACKFA_BACKEND_HIP)
+  constexpr bool kQsInRegs = false;
+#else
+  constexpr bool kQsInRegs = RMAX <= 4;
+#endif
+  constexpr int kQsRows = kQsInRegs ? RMAX : 1;
+  float qsc_rows[kQsRows][T::kQBlocks];
+  float qsc_frag[T::kQBlocks][2];
+  if constexpr (T::kInt8Q) {
+    const float* qscale = reinterpret_cast<const float*>(q_smem + RMAX * D);
+    PACKFA_UNROLL
+    for (int qb = 0; qb < T::kQBlocks; ++qb) {
+      if constexpr (kQsInRegs) {
+        PACKFA_UNROLL
+        for (int r = 0; r < kQsRows; ++r) qsc_rows[r][qb] = qscale[r * T::kQBlocks + qb];
+      }
+      PACKFA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const int r = (lane >> 2) + 8 * h;
+        qsc_frag[qb][h] = r < RMAX ? qscale[r * T::kQBlocks + qb] : 0.0f;
+      }
+    }
+  }
   if constexpr (T::kMmaQk) {
     const int g = lane >> 2, t = lane & 3;
     PACKFA_UNROLL
@@ -693,9 +718,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
           PACKFA_UNROLL
           for (int c = 0; c < 4; ++c) sc[n][c] *= p.scale;
       } else if (b16) {
-        qk_mma<D, 16, T>(sc, qreg, st, ks_sm, q_smem);
+        qk_mma<D, 16, T>(sc, qreg, st, ks_sm, qsc_frag);
       } else {
-        qk_mma<D, 32, T>(sc, qreg, st, ks_sm, q_smem);
+        qk_mma<D, 32, T>(sc, qreg, st, ks_sm, qsc_frag);
       }
       PvOperands<NT> op;
       float corr_row[NT];
@@ -760,10 +785,18 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       const char* krow = st + lane * T::kKPitch;
       if constexpr (QK == QKMode::packed16_int8) {
         const uint16_t* kd = reinterpret_cast<const uint16_t*>(ks_sm + lane * T::kScalePitch);
+        const float* qscale = reinterpret_cast<const float*>(q_smem + RMAX * D);
+        auto q_scale = [&](int r, int qb) {
+          if constexpr (kQsInRegs) {
+            return qsc_rows[r][qb];
+          } else {
+            return qscale[r * T::kQBlocks + qb];
+          }
+        };
         if (b16) {
-          qk_int8<D, RMAX, 16, T>(s, krow, kd, q_smem, nrows);
+          qk_int8<D, RMAX, 16, T>(s, krow, kd, q_smem, nrows, q_scale);
         } else {
-          qk_int8<D, RMAX, 32, T>(s, krow, kd, q_smem, nrows);
+          qk_int8<D, RMAX, 32, T>(s, krow, kd, q_smem, nrows, q_scale);
         }
       } else if constexpr (QK == QKMode::packed16_f16) {
         const float* qf = reinterpret_cast<const float*>(q_smem);
