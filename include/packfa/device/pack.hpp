@@ -11,8 +11,21 @@
 
 namespace packfa::device {
 
-
-
+// This thread's (token, kv head, block) of a pack / quantize launch: one thread per item,
+// blocks fastest. False past the last item.
+struct PackItem {
+  int64_t t;
+  int h, blk;
+};
+PACKFA_DEV bool pack_item(int n_tokens, int n_kv_heads, int nblk, PackItem* it) {
+  const int64_t item = static_cast<int64_t>(blockIdx.x) * kPackThreads + threadIdx.x;
+  if (item >= static_cast<int64_t>(n_tokens) * n_kv_heads * nblk) return false;
+  it->blk = static_cast<int>(item % nblk);
+  const int64_t th = item / nblk;
+  it->h = static_cast<int>(th % n_kv_heads);
+  it->t = th / n_kv_heads;
+  return true;
+}
 
 // One block of B values (B = 16 or 32, a compile-time size so the arrays stay in registers).
 template <int B>
@@ -54,35 +67,25 @@ PACKFA_DEV void pack_k_block(const PackKKernelParams& p, int64_t t, int h, int b
 
 // One thread per (token, kv head, block).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) pack_k_kernel(const PackKKernelParams p) {
-  const int nblk = p.head_dim / p.block;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * kPackThreads + threadIdx.x;
-  const int64_t total = static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * nblk;
   pdl::wait();
   pdl::launch_dependents();
-  if (item >= total) return;
-  const int blk = static_cast<int>(item % nblk);
-  const int64_t th = item / nblk;
-  const int h = static_cast<int>(th % p.n_kv_heads);
-  const int64_t t = th / p.n_kv_heads;
+  PackItem it;
+  if (!pack_item(p.n_tokens, p.n_kv_heads, p.head_dim / p.block, &it)) return;
   if (p.block == 16) {
-    pack_k_block<16>(p, t, h, blk);
+    pack_k_block<16>(p, it.t, it.h, it.blk);
   } else {
-    pack_k_block<32>(p, t, h, blk);
+    pack_k_block<32>(p, it.t, it.h, it.blk);
   }
 }
 
 // One thread per (token, kv head, 32-value block).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const QuantVKernelParams p) {
-  const int nblk = (p.head_dim + 31) / 32;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * kPackThreads + threadIdx.x;
-  const int64_t total = static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * nblk;
   pdl::wait();
   pdl::launch_dependents();
-  if (item >= total) return;
-  const int blk = static_cast<int>(item % nblk);
-  const int64_t th = item / nblk;
-  const int h = static_cast<int>(th % p.n_kv_heads);
-  const int64_t t = th / p.n_kv_heads;
+  PackItem it;
+  if (!pack_item(p.n_tokens, p.n_kv_heads, (p.head_dim + 31) / 32, &it)) return;
+  const int64_t t = it.t;
+  const int h = it.h, blk = it.blk;
   const int d0 = blk * 32, n = min(32, p.head_dim - d0);
   const int64_t sbase = t * p.src_token + static_cast<int64_t>(h) * p.src_head + d0;
   const int64_t slot = p.slots ? static_cast<int64_t>(p.slots[t]) : p.base_slot + t;
