@@ -25,6 +25,52 @@ int guarded(F&& f, char* msg, size_t cap) {
     return finish({packfa::Code::device_error, "internal error"}, msg, cap);
   }
 }
+// C params -> AttnParams; enum ranges are checked here (the C++ side receives enums).
+packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
+  if (!cp) return packfa::invalid("params", "null");
+  if (cp->q_type < 0 || cp->q_type > 2) return packfa::invalid("q_type", "unknown dtype");
+  if (cp->o_type < 0 || cp->o_type > 2) return packfa::invalid("o_type", "unknown dtype");
+  if (cp->k_format < 0 || cp->k_format > 1) return packfa::invalid("k_format", "unknown K format");
+  if (cp->v_format < 0 || cp->v_format > 3) return packfa::invalid("v_format", "unknown V format");
+  if (cp->dot < 0 || cp->dot > 1) return packfa::invalid("dot", "unknown dot mode");
+  packfa::AttnParams& p = *out;
+  p.batch = cp->batch;
+  p.nq = cp->nq;
+  p.n_q_heads = cp->n_q_heads;
+  p.n_kv_heads = cp->n_kv_heads;
+  p.head_dim = cp->head_dim;
+  p.max_kv_len = cp->max_kv_len;
+  p.q = {static_cast<packfa::DType>(cp->q_type), cp->q, cp->q_strides[0], cp->q_strides[1], cp->q_strides[2]};
+  p.k.format = static_cast<packfa::KFormat>(cp->k_format);
+  p.k.data = cp->k;
+  p.k.data_strides = {cp->k_strides[0], cp->k_strides[1], cp->k_strides[2]};
+  p.k.scales = cp->k_scales;
+  p.k.scale_strides = {cp->k_scale_strides[0], cp->k_scale_strides[1], cp->k_scale_strides[2]};
+  p.k.block = cp->k_block;
+  p.k.smooth_scale = cp->k_smooth_scale;
+  p.v.format = static_cast<packfa::VFormat>(cp->v_format);
+  p.v.data = cp->v;
+  p.v.strides = {cp->v_strides[0], cp->v_strides[1], cp->v_strides[2]};
+  p.o = {static_cast<packfa::DType>(cp->o_type), cp->o, cp->o_strides[0], cp->o_strides[1], cp->o_strides[2]};
+  p.kv_len = cp->kv_len;
+  p.q_pos = cp->q_pos;
+  p.scale = cp->scale;
+  p.causal = cp->causal != 0;
+  p.window = cp->window;
+  p.mask = cp->mask;
+  p.mask_seq_stride = cp->mask_strides[0];
+  p.mask_row_stride = cp->mask_strides[1];
+  p.softcap = cp->softcap;
+  p.sinks = cp->sinks;
+  p.alibi_max_bias = cp->alibi_max_bias;
+  p.lse = cp->lse;
+  p.dot = static_cast<packfa::DotMode>(cp->dot);
+  p.num_splits = cp->num_splits;
+  p.workspace = cp->workspace;
+  p.workspace_bytes = cp->workspace_bytes;
+  p.pdl = cp->pdl;
+  return packfa::Status::Ok();
+}
 }  // namespace
 
 extern "C" {
@@ -34,49 +80,75 @@ const char* packfa_version(void) { return "0.1.0"; }
 int packfa_fa_forward(const packfa_attn_params* cp, void* stream, char* msg, size_t msg_cap) {
   return guarded(
       [&]() -> packfa::Status {
-        if (!cp) return packfa::invalid("params", "null");
         packfa::AttnParams p;
-        p.batch = cp->batch;
-        p.nq = cp->nq;
-        p.n_q_heads = cp->n_q_heads;
+        PACKFA_TRY(to_cpp(cp, &p));
+        return packfa::fa_packed16_forward(p, stream);
+      },
+      msg, msg_cap);
+}
+
+int packfa_fa_workspace_bytes(const packfa_attn_params* cp, int device, size_t* bytes, char* msg, size_t msg_cap) {
+  return guarded(
+      [&]() -> packfa::Status {
+        if (!bytes) return packfa::invalid("bytes", "null");
+        packfa::AttnParams p;
+        PACKFA_TRY(to_cpp(cp, &p));
+        return packfa::fa_workspace_bytes(p, device, bytes);
+      },
+      msg, msg_cap);
+}
+
+int packfa_pack_k(const packfa_pack_k_params* cp, void* stream, char* msg, size_t msg_cap) {
+  return guarded(
+      [&]() -> packfa::Status {
+        if (!cp) return packfa::invalid("params", "null");
+        if (cp->src_type < 0 || cp->src_type > 2) return packfa::invalid("src_type", "unknown dtype");
+        packfa::PackKParams p;
+        p.n_tokens = cp->n_tokens;
         p.n_kv_heads = cp->n_kv_heads;
         p.head_dim = cp->head_dim;
-        p.max_kv_len = cp->max_kv_len;
-        p.q = {static_cast<packfa::DType>(cp->q_type), cp->q, cp->q_strides[0], cp->q_strides[1], cp->q_strides[2]};
-        p.k.format = static_cast<packfa::KFormat>(cp->k_format);
-        p.k.data = cp->k;
-        p.k.data_strides = {cp->k_strides[0], cp->k_strides[1], cp->k_strides[2]};
-        p.k.scales = cp->k_scales;
-        p.k.scale_strides = {cp->k_scale_strides[0], cp->k_scale_strides[1], cp->k_scale_strides[2]};
-        p.k.block = cp->k_block;
-        p.k.smooth_scale = cp->k_smooth_scale;
-        p.v.format = static_cast<packfa::VFormat>(cp->v_format);
-        p.v.data = cp->v;
-        p.v.strides = {cp->v_strides[0], cp->v_strides[1], cp->v_strides[2]};
-        p.o = {static_cast<packfa::DType>(cp->o_type), cp->o, cp->o_strides[0], cp->o_strides[1], cp->o_strides[2]};
-        p.kv_len = cp->kv_len;
-        p.q_pos = cp->q_pos;
-        p.scale = cp->scale;
-        p.causal = cp->causal != 0;
-        p.window = cp->window;
-        p.mask = cp->mask;
-        p.mask_seq_stride = cp->mask_strides[0];
-        p.mask_row_stride = cp->mask_strides[1];
-        p.softcap = cp->softcap;
-        p.sinks = cp->sinks;
-        p.alibi_max_bias = cp->alibi_max_bias;
-        p.lse = cp->lse;
-        p.dot = static_cast<packfa::DotMode>(cp->dot);
-        p.num_splits = cp->num_splits;
-        p.workspace = cp->workspace;
-        p.workspace_bytes = cp->workspace_bytes;
+        p.src_type = static_cast<packfa::DType>(cp->src_type);
+        p.src = cp->src;
+        p.src_token_stride = cp->src_token_stride;
+        p.src_head_stride = cp->src_head_stride;
+        p.dst.format = packfa::KFormat::packed16;
+        p.dst.data = cp->dst_payload;
+        p.dst.data_strides = {cp->dst_payload_strides[0], cp->dst_payload_strides[1], cp->dst_payload_strides[2]};
+        p.dst.scales = cp->dst_scales;
+        p.dst.scale_strides = {cp->dst_scale_strides[0], cp->dst_scale_strides[1], cp->dst_scale_strides[2]};
+        p.dst.block = cp->block;
+        p.dst.smooth_scale = cp->smooth_scale;
+        p.slots = cp->slots;
+        p.base_slot = cp->base_slot;
+        p.smooth_shift = cp->smooth_shift;
+        p.counters = cp->counters;
         p.pdl = cp->pdl;
-        if (cp->q_type < 0 || cp->q_type > 2) return packfa::invalid("q_type", "unknown dtype");
-        if (cp->o_type < 0 || cp->o_type > 2) return packfa::invalid("o_type", "unknown dtype");
-        if (cp->k_format < 0 || cp->k_format > 1) return packfa::invalid("k_format", "unknown K format");
+        return packfa::pack_k_packed16(p, stream);
+      },
+      msg, msg_cap);
+}
+
+int packfa_quantize_v(const packfa_quantize_v_params* cp, void* stream, char* msg, size_t msg_cap) {
+  return guarded(
+      [&]() -> packfa::Status {
+        if (!cp) return packfa::invalid("params", "null");
+        if (cp->src_type < 0 || cp->src_type > 2) return packfa::invalid("src_type", "unknown dtype");
         if (cp->v_format < 0 || cp->v_format > 3) return packfa::invalid("v_format", "unknown V format");
-        if (cp->dot < 0 || cp->dot > 1) return packfa::invalid("dot", "unknown dot mode");
-        return packfa::fa_packed16_forward(p, stream);
+        packfa::QuantVParams p;
+        p.n_tokens = cp->n_tokens;
+        p.n_kv_heads = cp->n_kv_heads;
+        p.head_dim = cp->head_dim;
+        p.src_type = static_cast<packfa::DType>(cp->src_type);
+        p.src = cp->src;
+        p.src_token_stride = cp->src_token_stride;
+        p.src_head_stride = cp->src_head_stride;
+        p.dst.format = static_cast<packfa::VFormat>(cp->v_format);
+        p.dst.data = cp->dst;
+        p.dst.strides = {cp->dst_strides[0], cp->dst_strides[1], cp->dst_strides[2]};
+        p.slots = cp->slots;
+        p.base_slot = cp->base_slot;
+        p.pdl = cp->pdl;
+        return packfa::quantize_v(p, stream);
       },
       msg, msg_cap);
 }

@@ -1,5 +1,7 @@
-/* packfa/c_api.h — C ABI over packfa::fa_packed16_forward (see api.hpp for field meaning).
- * Returns 0 on success, else a packfa::Code; msg (optional) receives "code: field: why".
+/* packfa/c_api.h — C ABI over packfa::fa_packed16_forward, fa_workspace_bytes,
+ * pack_k_packed16 and quantize_v (see api.hpp for field meaning).
+ * Returns 0 on success, else a packfa::Code; msg (optional) receives "code: field: why", the
+ * field spelled as in api.hpp (k.block for k_block; dst.data for dst_payload / dst).
  * No exception crosses this boundary. Enums are ints with the C++ enum values:
  * dtype f32=0 f16=1 bf16=2; k_format packed16=0 f16=1; v_format f16=0 bf16=1 q8_0=2 q4_0=3;
  * dot int8=0 f16=1. Strides: q/o in elements {seq,row,head}; k/v in bytes {seq,slot,head}. */
@@ -49,8 +51,48 @@ typedef struct packfa_attn_params {
   int pdl;
 } packfa_attn_params;
 
+/* Pack-on-write of new K rows into packed16 planes. src: [token][kv_head][head_dim] in
+ * elements; dst strides in bytes {unused, slot, head}; slots (device int32[n_tokens]) or
+ * base_slot; smooth_shift / smooth_scale optional (f32 [n_kv_heads][head_dim]); counters
+ * optional device int[2] (non-finite, overflow; added to). */
+typedef struct packfa_pack_k_params {
+  int n_tokens, n_kv_heads, head_dim;
+  int src_type;
+  const void* src;
+  int64_t src_token_stride, src_head_stride;
+  void* dst_payload;
+  int64_t dst_payload_strides[3];
+  void* dst_scales;
+  int64_t dst_scale_strides[3];
+  int block;
+  const int32_t* slots;
+  int64_t base_slot;
+  const float* smooth_shift;
+  const float* smooth_scale;
+  int* counters;
+  int pdl;
+} packfa_pack_k_params;
+
+/* Quantize-on-write of new V rows (v_format q8_0 / q4_0, or an f16 / bf16 copy). */
+typedef struct packfa_quantize_v_params {
+  int n_tokens, n_kv_heads, head_dim;
+  int src_type;
+  const void* src;
+  int64_t src_token_stride, src_head_stride;
+  int v_format;
+  void* dst;
+  int64_t dst_strides[3];
+  const int32_t* slots;
+  int64_t base_slot;
+  int pdl;
+} packfa_quantize_v_params;
+
 const char* packfa_version(void);
 int packfa_fa_forward(const packfa_attn_params* p, void* stream, char* msg, size_t msg_cap);
+/* Workspace a forward call with these params needs on `device` (0 when none). */
+int packfa_fa_workspace_bytes(const packfa_attn_params* p, int device, size_t* bytes, char* msg, size_t msg_cap);
+int packfa_pack_k(const packfa_pack_k_params* p, void* stream, char* msg, size_t msg_cap);
+int packfa_quantize_v(const packfa_quantize_v_params* p, void* stream, char* msg, size_t msg_cap);
 
 #ifdef __cplusplus
 }

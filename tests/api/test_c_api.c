@@ -1,5 +1,6 @@
-/* The C ABI from plain C: bad input gives a code and a message naming the field, nothing
- * throws, messages are always NUL-terminated. Runs without a GPU (validation comes first). */
+/* The C ABI from plain C (forward, workspace query, pack K, quantize V): bad input gives a
+ * code and a message naming the field, nothing throws, messages are always NUL-terminated.
+ * Runs without a GPU (validation comes first). */
 #include <stdio.h>
 #include <string.h>
 
@@ -69,6 +70,74 @@ int main(void) {
   EXPECT(msg[7] == '\0' && strlen(msg) == 7);
   /* and no buffer at all is fine */
   EXPECT(packfa_fa_forward(&p, NULL, NULL, 0) == 1);
+
+  /* workspace query: same validation, and the output pointer is checked */
+  {
+    size_t ws = 7;
+    p = good();
+    p.head_dim = 100;
+    EXPECT(packfa_fa_workspace_bytes(&p, 0, &ws, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "head_dim") != NULL);
+    p = good();
+    EXPECT(packfa_fa_workspace_bytes(&p, 0, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "bytes") != NULL);
+  }
+
+  /* pack-on-write of K */
+  {
+    packfa_pack_k_params k;
+    memset(&k, 0, sizeof k);
+    k.n_tokens = 4; k.n_kv_heads = 2; k.head_dim = 128; k.src_type = 1; k.src = (const void*)0x10000;
+    k.src_token_stride = 256; k.src_head_stride = 128;
+    k.dst_payload = (void*)0x20000; k.dst_payload_strides[1] = 256; k.dst_payload_strides[2] = 128;
+    k.dst_scales = (void*)0x30000; k.dst_scale_strides[1] = 16; k.dst_scale_strides[2] = 8;
+    k.block = 32; k.pdl = -1;
+    EXPECT(packfa_pack_k(NULL, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "params") != NULL);
+    packfa_pack_k_params b = k;
+    b.src_type = 5;
+    EXPECT(packfa_pack_k(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "src_type") != NULL);
+    b = k;
+    b.block = 24;
+    EXPECT(packfa_pack_k(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "dst.block") != NULL);
+    b = k;
+    b.dst_scales = NULL;
+    EXPECT(packfa_pack_k(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "dst.scales") != NULL);
+    b = k;
+    b.dst_payload_strides[1] = 264; /* payload rows must stay 16-byte aligned */
+    EXPECT(packfa_pack_k(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "dst.data_strides") != NULL);
+    b = k;
+    b.n_tokens = 0; /* nothing to do: success without touching a device */
+    EXPECT(packfa_pack_k(&b, NULL, msg, sizeof msg) == 0);
+  }
+
+  /* quantize-on-write of V */
+  {
+    packfa_quantize_v_params v;
+    memset(&v, 0, sizeof v);
+    v.n_tokens = 4; v.n_kv_heads = 2; v.head_dim = 128; v.src_type = 1; v.src = (const void*)0x10000;
+    v.src_token_stride = 256; v.src_head_stride = 128;
+    v.v_format = 2; v.dst = (void*)0x20000; v.dst_strides[1] = 272; v.dst_strides[2] = 136; v.pdl = -1;
+    packfa_quantize_v_params b = v;
+    b.v_format = 8;
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "v_format") != NULL);
+    b = v;
+    b.head_dim = 80; /* q8_0 blocks need a multiple of 32 */
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "head_dim") != NULL);
+    b = v;
+    b.src = NULL;
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "src") != NULL);
+    b = v;
+    b.n_tokens = 0;
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 0);
+  }
 
   if (failures) {
     fprintf(stderr, "%d failure(s)\n", failures);
