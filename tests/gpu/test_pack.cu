@@ -7,6 +7,7 @@
 
 #include "device_problem.hpp"
 #include "packfa/api.hpp"
+#include "packfa/c_api.h"
 #include "packfa/format.hpp"
 #include "packfa/pack.hpp"
 #include "packfa_catch.hpp"
@@ -157,4 +158,110 @@ TEST_CASE("quantize_v is bit-identical to quantize_v_host", "[pack]") {
       }
     }
   }
+}
+
+TEST_CASE("C ABI pack_k / quantize_v write the host packer's bytes", "[pack][c_api]") {
+  std::mt19937 rng(11);
+  const int n = 21, G = 2, D = 128, block = 16, cap = 32;
+  const std::vector<uint8_t> src = make_src(DType::f16, n, G, D, rng, true);
+  std::vector<int32_t> slots(n);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  std::vector<float> shift(G * D, 0.5f), scale(G * D, 2.0f);
+  const int64_t pay_slot = static_cast<int64_t>(G) * D, sc_slot = static_cast<int64_t>(G) * (2 * D / block);
+
+  // host reference (C++ API on host buffers)
+  std::vector<uint8_t> host_pay(cap * pay_slot, 0x5a), host_sc(cap * sc_slot, 0x5a);
+  PackKParams hp;
+  hp.n_tokens = n;
+  hp.n_kv_heads = G;
+  hp.head_dim = D;
+  hp.src_type = DType::f16;
+  hp.src = src.data();
+  hp.src_token_stride = static_cast<int64_t>(G) * D;
+  hp.src_head_stride = D;
+  hp.dst.block = block;
+  hp.dst.data = host_pay.data();
+  hp.dst.data_strides = {0, pay_slot, D};
+  hp.dst.scales = host_sc.data();
+  hp.dst.scale_strides = {0, sc_slot, 2 * D / block};
+  hp.slots = slots.data();
+  hp.smooth_shift = shift.data();
+  hp.dst.smooth_scale = scale.data();
+  REQUIRE(pack_k_host(hp, nullptr).ok());
+
+  DeviceBuffer d_src(src.size()), d_pay(host_pay.size()), d_sc(host_sc.size()), d_slots(n * 4), d_shift(G * D * 4),
+      d_scale(G * D * 4);
+  CUDA_CHECK(cudaMemcpy(d_src.ptr, src.data(), src.size(), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(d_pay.ptr, 0x5a, host_pay.size()));
+  CUDA_CHECK(cudaMemset(d_sc.ptr, 0x5a, host_sc.size()));
+  CUDA_CHECK(cudaMemcpy(d_slots.ptr, slots.data(), n * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d_shift.ptr, shift.data(), G * D * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d_scale.ptr, scale.data(), G * D * 4, cudaMemcpyHostToDevice));
+  packfa_pack_k_params k;
+  std::memset(&k, 0, sizeof k);
+  k.n_tokens = n;
+  k.n_kv_heads = G;
+  k.head_dim = D;
+  k.src_type = 1;  // f16
+  k.src = d_src.ptr;
+  k.src_token_stride = static_cast<int64_t>(G) * D;
+  k.src_head_stride = D;
+  k.dst_payload = d_pay.ptr;
+  k.dst_payload_strides[1] = pay_slot;
+  k.dst_payload_strides[2] = D;
+  k.dst_scales = d_sc.ptr;
+  k.dst_scale_strides[1] = sc_slot;
+  k.dst_scale_strides[2] = 2 * D / block;
+  k.block = block;
+  k.slots = d_slots.as<int32_t>();
+  k.smooth_shift = d_shift.as<float>();
+  k.smooth_scale = d_scale.as<float>();
+  k.pdl = -1;
+  char msg[256];
+  REQUIRE(packfa_pack_k(&k, nullptr, msg, sizeof msg) == 0);
+  std::vector<uint8_t> dev_pay(host_pay.size()), dev_sc(host_sc.size());
+  CUDA_CHECK(cudaMemcpy(dev_pay.data(), d_pay.ptr, dev_pay.size(), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(dev_sc.data(), d_sc.ptr, dev_sc.size(), cudaMemcpyDeviceToHost));
+  CHECK(dev_pay == host_pay);
+  CHECK(dev_sc == host_sc);
+
+  // V: q4_0 at base_slot 3
+  const int64_t vrow = v_row_bytes(VFormat::q4_0, D), vslot = G * vrow;
+  const int base = 3;
+  std::vector<uint8_t> host_v(static_cast<size_t>((n + base) * vslot), 0x33);
+  QuantVParams vp;
+  vp.n_tokens = n;
+  vp.n_kv_heads = G;
+  vp.head_dim = D;
+  vp.src_type = DType::f16;
+  vp.src = src.data();
+  vp.src_token_stride = static_cast<int64_t>(G) * D;
+  vp.src_head_stride = D;
+  vp.dst.format = VFormat::q4_0;
+  vp.dst.data = host_v.data();
+  vp.dst.strides = {0, vslot, vrow};
+  vp.base_slot = base;
+  REQUIRE(quantize_v_host(vp).ok());
+  DeviceBuffer d_v(host_v.size());
+  CUDA_CHECK(cudaMemset(d_v.ptr, 0x33, host_v.size()));
+  packfa_quantize_v_params v;
+  std::memset(&v, 0, sizeof v);
+  v.n_tokens = n;
+  v.n_kv_heads = G;
+  v.head_dim = D;
+  v.src_type = 1;
+  v.src = d_src.ptr;
+  v.src_token_stride = static_cast<int64_t>(G) * D;
+  v.src_head_stride = D;
+  v.v_format = 3;  // q4_0
+  v.dst = d_v.ptr;
+  v.dst_strides[1] = vslot;
+  v.dst_strides[2] = vrow;
+  v.base_slot = base;
+  v.pdl = -1;
+  REQUIRE(packfa_quantize_v(&v, nullptr, msg, sizeof msg) == 0);
+  std::vector<uint8_t> dev_v(host_v.size());
+  CUDA_CHECK(cudaMemcpy(dev_v.data(), d_v.ptr, dev_v.size(), cudaMemcpyDeviceToHost));
+  CHECK(dev_v == host_v);
 }
