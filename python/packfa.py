@@ -4,6 +4,9 @@
     lib = packfa.load("build/libpackfa_c.so")
     p = packfa.AttnParams(batch=1, nq=1, n_q_heads=32, n_kv_heads=8, head_dim=128, ...)
     packfa.forward(lib, p, stream=0)   # raises packfa.Error("invalid_argument: head_dim: ...")
+    packfa.workspace_bytes(lib, p)      # bytes of split scratch the call needs
+    packfa.pack_k(lib, packfa.PackKParams(...))        # pack-on-write of new K rows
+    packfa.quantize_v(lib, packfa.QuantizeVParams(...))  # quantize-on-write of new V rows
 
 Pointers are integers (device addresses, e.g. torch.Tensor.data_ptr()); strides follow
 api.hpp (Q/O in elements {seq, row, head}; K/V in bytes {seq, slot, head}).
@@ -43,10 +46,51 @@ class AttnParams(ctypes.Structure):
     def __init__(self, **kw):
         super().__init__()
         self.k_block, self.causal, self.pdl = 32, 1, -1
-        for name, value in kw.items():
-            if name.endswith("_strides"):
-                value = (ctypes.c_int64 * len(value))(*value)
-            setattr(self, name, value)
+        _assign(self, kw)
+
+
+class PackKParams(ctypes.Structure):
+    """Mirror of packfa_pack_k_params (c_api.h)."""
+
+    _fields_ = [
+        ("n_tokens", ctypes.c_int), ("n_kv_heads", ctypes.c_int), ("head_dim", ctypes.c_int),
+        ("src_type", ctypes.c_int), ("src", ctypes.c_void_p),
+        ("src_token_stride", ctypes.c_int64), ("src_head_stride", ctypes.c_int64),
+        ("dst_payload", ctypes.c_void_p), ("dst_payload_strides", _i64x3),
+        ("dst_scales", ctypes.c_void_p), ("dst_scale_strides", _i64x3), ("block", ctypes.c_int),
+        ("slots", ctypes.c_void_p), ("base_slot", ctypes.c_int64),
+        ("smooth_shift", ctypes.c_void_p), ("smooth_scale", ctypes.c_void_p),
+        ("counters", ctypes.c_void_p), ("pdl", ctypes.c_int),
+    ]
+
+    def __init__(self, **kw):
+        super().__init__()
+        self.block, self.pdl = 32, -1
+        _assign(self, kw)
+
+
+class QuantizeVParams(ctypes.Structure):
+    """Mirror of packfa_quantize_v_params (c_api.h)."""
+
+    _fields_ = [
+        ("n_tokens", ctypes.c_int), ("n_kv_heads", ctypes.c_int), ("head_dim", ctypes.c_int),
+        ("src_type", ctypes.c_int), ("src", ctypes.c_void_p),
+        ("src_token_stride", ctypes.c_int64), ("src_head_stride", ctypes.c_int64),
+        ("v_format", ctypes.c_int), ("dst", ctypes.c_void_p), ("dst_strides", _i64x3),
+        ("slots", ctypes.c_void_p), ("base_slot", ctypes.c_int64), ("pdl", ctypes.c_int),
+    ]
+
+    def __init__(self, **kw):
+        super().__init__()
+        self.pdl = -1
+        _assign(self, kw)
+
+
+def _assign(struct, kw):
+    for name, value in kw.items():
+        if name.endswith("_strides"):
+            value = (ctypes.c_int64 * len(value))(*value)
+        setattr(struct, name, value)
 
 
 class Error(RuntimeError):
@@ -62,6 +106,14 @@ def load(path):
     lib.packfa_version.restype = ctypes.c_char_p
     lib.packfa_fa_forward.argtypes = [ctypes.POINTER(AttnParams), ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.packfa_fa_forward.restype = ctypes.c_int
+    lib.packfa_fa_workspace_bytes.argtypes = [ctypes.POINTER(AttnParams), ctypes.c_int,
+                                              ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t]
+    lib.packfa_fa_workspace_bytes.restype = ctypes.c_int
+    lib.packfa_pack_k.argtypes = [ctypes.POINTER(PackKParams), ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.packfa_pack_k.restype = ctypes.c_int
+    lib.packfa_quantize_v.argtypes = [ctypes.POINTER(QuantizeVParams), ctypes.c_void_p, ctypes.c_char_p,
+                                      ctypes.c_size_t]
+    lib.packfa_quantize_v.restype = ctypes.c_int
     return lib
 
 
@@ -69,8 +121,26 @@ def version(lib):
     return lib.packfa_version().decode()
 
 
-def forward(lib, params, stream=0):
+def _call(fn, *args):
     msg = ctypes.create_string_buffer(512)
-    code = lib.packfa_fa_forward(ctypes.byref(params), ctypes.c_void_p(stream), msg, len(msg))
+    code = fn(*args, msg, len(msg))
     if code != 0:
         raise Error(code, msg.value.decode())
+
+
+def forward(lib, params, stream=0):
+    _call(lib.packfa_fa_forward, ctypes.byref(params), ctypes.c_void_p(stream))
+
+
+def workspace_bytes(lib, params, device=0):
+    out = ctypes.c_size_t(0)
+    _call(lib.packfa_fa_workspace_bytes, ctypes.byref(params), device, ctypes.byref(out))
+    return out.value
+
+
+def pack_k(lib, params, stream=0):
+    _call(lib.packfa_pack_k, ctypes.byref(params), ctypes.c_void_p(stream))
+
+
+def quantize_v(lib, params, stream=0):
+    _call(lib.packfa_quantize_v, ctypes.byref(params), ctypes.c_void_p(stream))

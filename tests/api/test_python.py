@@ -41,4 +41,45 @@ expect_error("window", window=-1)
 expect_error("softcap", softcap=-1.0)
 expect_error("num_splits", num_splits=-1)
 expect_error("pdl", pdl=5)
+
+
+def expect(field, fn, params):
+    try:
+        fn(lib, params)
+    except packfa.Error as e:
+        assert e.code == 1, (e.code, str(e))
+        assert field in str(e), (field, str(e))
+        return
+    raise AssertionError("no error for " + field)
+
+
+def good_k(**change):
+    k = packfa.PackKParams(n_tokens=4, n_kv_heads=2, head_dim=128, src_type=packfa.DTYPE["f16"], src=0x10000,
+                           src_token_stride=256, src_head_stride=128, dst_payload=0x20000,
+                           dst_payload_strides=(0, 256, 128), dst_scales=0x30000, dst_scale_strides=(0, 16, 8))
+    for name, value in change.items():
+        setattr(k, name, value)
+    return k
+
+
+def good_v(**change):
+    v = packfa.QuantizeVParams(n_tokens=4, n_kv_heads=2, head_dim=128, src_type=packfa.DTYPE["f16"], src=0x10000,
+                               src_token_stride=256, src_head_stride=128, v_format=packfa.V_FORMAT["q8_0"],
+                               dst=0x20000, dst_strides=(0, 272, 136))
+    for name, value in change.items():
+        setattr(v, name, value)
+    return v
+
+
+p = good()
+p.head_dim = 100
+expect("head_dim", packfa.workspace_bytes, p)
+# late fields of the pack / quantize structs prove those layouts agree too
+expect("dst.block", packfa.pack_k, good_k(block=24))
+expect("base_slot", packfa.pack_k, good_k(base_slot=-1))
+expect("dst.scales", packfa.pack_k, good_k(dst_scales=None))
+expect("v_format", packfa.quantize_v, good_v(v_format=9))
+expect("base_slot", packfa.quantize_v, good_v(base_slot=-2))
+packfa.pack_k(lib, good_k(n_tokens=0))      # nothing to do: ok without a device
+packfa.quantize_v(lib, good_v(n_tokens=0))
 print("python ctypes: all checks passed")
