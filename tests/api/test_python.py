@@ -53,22 +53,20 @@ def expect(field, fn, params):
     raise AssertionError("no error for " + field)
 
 
+K_OK = dict(n_tokens=4, n_kv_heads=2, head_dim=128, src_type=packfa.DTYPE["f16"], src=0x10000,
+            src_token_stride=256, src_head_stride=128, dst_payload=0x20000, dst_payload_strides=(0, 256, 128),
+            dst_scales=0x30000, dst_scale_strides=(0, 16, 8))
+V_OK = dict(n_tokens=4, n_kv_heads=2, head_dim=128, src_type=packfa.DTYPE["f16"], src=0x10000,
+            src_token_stride=256, src_head_stride=128, v_format=packfa.V_FORMAT["q8_0"], dst=0x20000,
+            dst_strides=(0, 272, 136))
+
+
 def good_k(**change):
-    k = packfa.PackKParams(n_tokens=4, n_kv_heads=2, head_dim=128, src_type=packfa.DTYPE["f16"], src=0x10000,
-                           src_token_stride=256, src_head_stride=128, dst_payload=0x20000,
-                           dst_payload_strides=(0, 256, 128), dst_scales=0x30000, dst_scale_strides=(0, 16, 8))
-    for name, value in change.items():
-        setattr(k, name, value)
-    return k
+    return packfa.PackKParams(**{**K_OK, **change})
 
 
 def good_v(**change):
-    v = packfa.QuantizeVParams(n_tokens=4, n_kv_heads=2, head_dim=128, src_type=packfa.DTYPE["f16"], src=0x10000,
-                               src_token_stride=256, src_head_stride=128, v_format=packfa.V_FORMAT["q8_0"],
-                               dst=0x20000, dst_strides=(0, 272, 136))
-    for name, value in change.items():
-        setattr(v, name, value)
-    return v
+    return packfa.QuantizeVParams(**{**V_OK, **change})
 
 
 p = good()
