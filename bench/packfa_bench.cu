@@ -7,10 +7,11 @@
 // shape and V format. Inputs are random (never zeros) and rotate among enough copies to
 // exceed the L2 cache. Before each timed call a one-block spin kernel (~40 µs) keeps the GPU
 // busy while the host enqueues the call, so the events bracket device time (both kernels and
-// the gap between them), not host launch latency. Also the pack -> attention -> combine chain with/without PDL and in
-// and out of a CUDA graph (issue 5, bench 8c).
+// the gap between them), not host launch latency. Also the pack -> attention -> combine
+// chain with/without PDL and in and out of a CUDA graph (issue 5, bench 8c).
 //
-//   packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only]
+//   packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only] [--kv N] [--nq N] [--d N]
+//                [--v f16|q8_0|q4_0] [--no-baseline] [--splits N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -62,8 +63,6 @@ __device__ uint32_t hash32(uint64_t x) {
   return static_cast<uint32_t>(x);
 }
 
-// kind 0: random int8 in [-127,127]; 1: fp16 scales ~0.01..0.05; 2: fp16 N(0,1)-ish;
-// 3: q8_0 blocks; 4: q4_0 blocks.
 // Keeps the stream busy for about `ns` nanoseconds (one block).
 __global__ void spin_kernel(long long ns) {
   long long t0;
@@ -75,6 +74,8 @@ __global__ void spin_kernel(long long ns) {
   }
 }
 
+// kind 0: random int8 in [-127,127]; 1: fp16 scales ~0.01..0.05; 2: fp16 N(0,1)-ish;
+// 3: q8_0 blocks; 4: q4_0 blocks.
 __global__ void fill_kernel(uint8_t* p, size_t n, int kind, uint64_t seed) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {

@@ -160,7 +160,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
                                    " bytes of shared memory; the device allows " + std::to_string(f.smem_optin)};
   // Split-KV, each split at least 128 keys. One sequence: fill the blocks the GPU holds at
   // once, once (fewer partial states and prologues: on the H200, D 128, kv 128k, one wave of
-  // blocks beat two by 7% with one row and 10% with 16, four waves lost 11%). Batches: the
+  // blocks beat two by 5% with one row and 10% with 16, four waves lost 11%). Batches: the
   // per-sequence lengths live on the device and shorter sequences leave splits idle, so aim
   // for ~4 blocks per multiprocessor (one wave of blocks made a 16-sequence batch of mixed
   // lengths 25% slower).
