@@ -71,6 +71,21 @@ packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
   p.pdl = cp->pdl;
   return packfa::Status::Ok();
 }
+
+// The new rows both pack-on-write calls read (the C and C++ structs share these names).
+template <class C, class P>
+packfa::Status source_to_cpp(const C* cp, P* p) {
+  if (!cp) return packfa::invalid("params", "null");
+  if (cp->src_type < 0 || cp->src_type > 2) return packfa::invalid("src_type", "unknown dtype");
+  p->n_tokens = cp->n_tokens;
+  p->n_kv_heads = cp->n_kv_heads;
+  p->head_dim = cp->head_dim;
+  p->src_type = static_cast<packfa::DType>(cp->src_type);
+  p->src = cp->src;
+  p->src_token_stride = cp->src_token_stride;
+  p->src_head_stride = cp->src_head_stride;
+  return packfa::Status::Ok();
+}
 }  // namespace
 
 extern "C" {
@@ -101,16 +116,8 @@ int packfa_fa_workspace_bytes(const packfa_attn_params* cp, int device, size_t* 
 int packfa_pack_k(const packfa_pack_k_params* cp, void* stream, char* msg, size_t msg_cap) {
   return guarded(
       [&]() -> packfa::Status {
-        if (!cp) return packfa::invalid("params", "null");
-        if (cp->src_type < 0 || cp->src_type > 2) return packfa::invalid("src_type", "unknown dtype");
         packfa::PackKParams p;
-        p.n_tokens = cp->n_tokens;
-        p.n_kv_heads = cp->n_kv_heads;
-        p.head_dim = cp->head_dim;
-        p.src_type = static_cast<packfa::DType>(cp->src_type);
-        p.src = cp->src;
-        p.src_token_stride = cp->src_token_stride;
-        p.src_head_stride = cp->src_head_stride;
+        PACKFA_TRY(source_to_cpp(cp, &p));
         p.dst.format = packfa::KFormat::packed16;
         p.dst.data = cp->dst_payload;
         p.dst.data_strides = {cp->dst_payload_strides[0], cp->dst_payload_strides[1], cp->dst_payload_strides[2]};
@@ -131,17 +138,9 @@ int packfa_pack_k(const packfa_pack_k_params* cp, void* stream, char* msg, size_
 int packfa_quantize_v(const packfa_quantize_v_params* cp, void* stream, char* msg, size_t msg_cap) {
   return guarded(
       [&]() -> packfa::Status {
-        if (!cp) return packfa::invalid("params", "null");
-        if (cp->src_type < 0 || cp->src_type > 2) return packfa::invalid("src_type", "unknown dtype");
-        if (cp->v_format < 0 || cp->v_format > 3) return packfa::invalid("v_format", "unknown V format");
         packfa::QuantVParams p;
-        p.n_tokens = cp->n_tokens;
-        p.n_kv_heads = cp->n_kv_heads;
-        p.head_dim = cp->head_dim;
-        p.src_type = static_cast<packfa::DType>(cp->src_type);
-        p.src = cp->src;
-        p.src_token_stride = cp->src_token_stride;
-        p.src_head_stride = cp->src_head_stride;
+        PACKFA_TRY(source_to_cpp(cp, &p));
+        if (cp->v_format < 0 || cp->v_format > 3) return packfa::invalid("v_format", "unknown V format");
         p.dst.format = static_cast<packfa::VFormat>(cp->v_format);
         p.dst.data = cp->dst;
         p.dst.strides = {cp->dst_strides[0], cp->dst_strides[1], cp->dst_strides[2]};
