@@ -233,6 +233,18 @@ PACKFA_DEV void mma_16x8x16_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) 
   (void)c; (void)a; (void)b;
 #endif
 }
+// c (16x8 int32) += a (16x32 int8, row) * b (32x8 int8, col); a: 4 regs (rows g, g+8, bytes
+// 4·(lane%4)..+3, then the same + 16), b: 2 regs (k 4·(lane%4)..+3, then + 16, of column g).
+PACKFA_DEV void mma_16x8x32_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)c; (void)a; (void)b0; (void)b1;
+#endif
+}
 // Four 8x8 fp16 matrices from shared memory (lane l gives row address l); lane l receives
 // row l/4, elements 2·(l%4), +1 of each.
 PACKFA_DEV void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {

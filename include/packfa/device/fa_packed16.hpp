@@ -51,13 +51,15 @@ struct FaTraits {
   // Tensor-core P·V (NVIDIA): bf16 V stays scalar (fp16 operands cannot hold its range).
   static constexpr bool kMmaPv = arch::kHasMmaF16 && VF != VFormat::bf16;
   // Scores on tensor cores (NVIDIA), softmax and P in registers:
-  //  - int8 Q·K for the 16-row class: 16 rows on the 4-way dot cost 4x the decode
-  //    instructions (bench/NOTES.md); the mma forms the same int32 block sums;
+  //  - int8 Q·K: the mma forms the same int32 block sums as the 4-way dot in fewer
+  //    instructions (decode rows fill 4 of the 16 mma rows; bench/NOTES.md), and P reaches
+  //    the P·V mma without a shared-memory round trip; D = 256 decode rows stay on the 4-way
+  //    dot (on the mma they spill: 64 accumulator registers for the output alone);
   //  - f16 K (the in-house baseline, plain fp16 caches) for every row class, D <= 128: fp16
   //    products, fp32 sums, like the scalar path.
-  // Decode rows of the int8 mode stay on the 4-way dot.
+  // RDNA and the fp16-Q mode run the 4-way dot / fp32 dots with lane = key.
   static constexpr bool kMmaQk =
-      kMmaPv && ((QK == QKMode::packed16_int8 && RMAX == 16) || (QK == QKMode::f16 && D <= 128));
+      kMmaPv && ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128));
   static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
   static constexpr int kStageBytes = L.stage_bytes;
   static constexpr int kPPitch = L.p_pitch;
@@ -234,40 +236,94 @@ PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, 
   }
 }
 
-// int8 Q·K on tensor cores (NVIDIA, 16-row class): S (16 rows x 32 keys) from
-// mma.m16n8k16.s8 per 16-dim piece into int32, then one fp32 FMA per K block of KB dims with
-// q_scale·k_scale. qa / qsc: this lane's A fragments of Q and Q's block scales (rows g, g + 8). sc[n][c]: key tile n,
-// C register c = row g + 8·(c/2), key 8n + 2·(lane%4) + c%2.
-template <int D, int KB, class T>
+// int8 Q·K on tensor cores (NVIDIA, every row class): S (16 rows x 32 keys) from one
+// mma.m16n8k32.s8 per 32-dim K block (two m16n8k16 for block-16 K or a last half block) into
+// int32, then one fp32 FMA per block with q_scale·k_scale. K fragments of two key tiles per
+// ldmatrix. qa / qsc: this lane's A
+// fragments of Q and Q's block scales (rows g, g + 8; rows g + 8 are skipped when RMAX <= 8).
+// sc[n][c]: key tile n, C register c = row g + 8·(c/2), key 8n + 2·(lane%4) + c%2.
+template <int D, int KB, int RMAX, class T>
 PACKFA_DEV void qk_mma(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D / 16][4], const char* k_sm,
                        const char* ks_sm, const float (&qsc)[(D + 31) / 32][2]) {
+  constexpr int kN = kFaChunk / 8;
+  constexpr int kPieces = D / 16;
+  constexpr bool kHi = RMAX > 8;
   const int lane = arch::lane_id();
-  const int g = lane >> 2, t = lane & 3;
-  int acc[kFaChunk / 8][4];
-  PACKFA_UNROLL
-  for (int piece = 0; piece < D / 16; ++piece) {
-    constexpr bool kB16 = KB == 16;
-    const bool first = kB16 || (piece & 1) == 0;
-    const bool last = kB16 || (piece & 1) == 1 || piece == D / 16 - 1;
-    PACKFA_UNROLL
-    for (int n = 0; n < kFaChunk / 8; ++n) {
-      if (first) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
-      const uint32_t kb = *reinterpret_cast<const uint32_t*>(k_sm + (8 * n + g) * T::kKPitch + 16 * piece + 4 * t);
-      const uint32_t a[2] = {qa[piece][0], qa[piece][1]};
-      arch::mma_16x8x16_s8(acc[n], a, kb);
-    }
-    if (last) {
-      const int blk = kB16 ? piece : piece / 2;
-      const float q_lo = qsc[piece / 2][0], q_hi = qsc[piece / 2][1];
+  const int t = lane & 3, mi = lane >> 3, lr = lane & 7;  // ldmatrix: matrix mi, its row lr
+  const char* kl = k_sm + (8 * (mi >> 1) + lr) * T::kKPitch + 16 * (mi & 1);
+  const char* kd = ks_sm + 2 * t * T::kScalePitch;  // scale row of key 2t (tile n: + 8n rows)
+  // K scales come kG blocks per load (8 bytes; one per load for D = 256, whose 16-row class
+  // has no registers to spare): kw[n][e] holds blocks kG·i.. of key 8n + 2t + e
+  constexpr int kG = D <= 128 ? 4 : 1;
+  uint32_t kw[kN][2][(kG + 1) / 2];
+  auto scale_block = [&](const int (&acc)[kN][4], int blk, int qb) {
+    if (blk % kG == 0) {
       PACKFA_UNROLL
-      for (int n = 0; n < kFaChunk / 8; ++n) {
-        const char* kd = ks_sm + (8 * n + 2 * t) * T::kScalePitch + 2 * blk;
-        const float k0 = arch::half_to_float(*reinterpret_cast<const uint16_t*>(kd));
-        const float k1 = arch::half_to_float(*reinterpret_cast<const uint16_t*>(kd + T::kScalePitch));
-        sc[n][0] = fmaf(static_cast<float>(acc[n][0]), q_lo * k0, sc[n][0]);
-        sc[n][1] = fmaf(static_cast<float>(acc[n][1]), q_lo * k1, sc[n][1]);
-        sc[n][2] = fmaf(static_cast<float>(acc[n][2]), q_hi * k0, sc[n][2]);
-        sc[n][3] = fmaf(static_cast<float>(acc[n][3]), q_hi * k1, sc[n][3]);
+      for (int n = 0; n < kN; ++n)
+        PACKFA_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const char* src = kd + (8 * n + e) * T::kScalePitch + 2 * blk;
+          if constexpr (kG == 4) {
+            const uint2 w = *reinterpret_cast<const uint2*>(src);
+            kw[n][e][0] = w.x;
+            kw[n][e][1] = w.y;
+          } else {
+            kw[n][e][0] = *reinterpret_cast<const uint16_t*>(src);
+          }
+        }
+    }
+    const float q_lo = qsc[qb][0], q_hi = qsc[qb][1];
+    const int i = (blk % kG) / 2;
+    const bool high = kG > 1 && (blk & 1);
+    PACKFA_UNROLL
+    for (int n = 0; n < kN; ++n) {
+      float k[2];
+      PACKFA_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const uint32_t w = kw[n][e][i];
+        k[e] = arch::half_to_float(static_cast<uint16_t>(high ? w >> 16 : w & 0xffffu));
+      }
+      sc[n][0] = fmaf(static_cast<float>(acc[n][0]), q_lo * k[0], sc[n][0]);
+      sc[n][1] = fmaf(static_cast<float>(acc[n][1]), q_lo * k[1], sc[n][1]);
+      if constexpr (kHi) {
+        sc[n][2] = fmaf(static_cast<float>(acc[n][2]), q_hi * k[0], sc[n][2]);
+        sc[n][3] = fmaf(static_cast<float>(acc[n][3]), q_hi * k[1], sc[n][3]);
+      }
+    }
+  };
+  PACKFA_UNROLL
+  for (int j = 0; j < (kPieces + 1) / 2; ++j) {  // 32 dims: pieces 2j, 2j + 1
+    const bool two = 2 * j + 1 < kPieces;
+    uint32_t kb[kN][2];  // B fragments: dims 32j + 4t.. and 32j + 16 + 4t.. of key 8n + g
+    PACKFA_UNROLL
+    for (int n = 0; n < kN; n += 2) {
+      uint32_t r[4];
+      arch::ldmatrix_x4(r, kl + 8 * n * T::kKPitch + 32 * j);  // the last half block reads row padding
+      kb[n][0] = r[0];
+      kb[n][1] = r[1];
+      kb[n + 1][0] = r[2];
+      kb[n + 1][1] = r[3];
+    }
+    int acc[kN][4];
+    if (KB == 32 && two) {
+      const uint32_t a[4] = {qa[2 * j][0], qa[2 * j][1], qa[2 * j + 1][0], qa[2 * j + 1][1]};
+      PACKFA_UNROLL
+      for (int n = 0; n < kN; ++n) {
+        acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+        arch::mma_16x8x32_s8(acc[n], a, kb[n][0], kb[n][1]);
+      }
+      scale_block(acc, j, j);
+    } else {
+      PACKFA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        if (h == 1 && !two) break;
+        const uint32_t a[2] = {qa[2 * j + h][0], qa[2 * j + h][1]};
+        PACKFA_UNROLL
+        for (int n = 0; n < kN; ++n) {
+          acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+          arch::mma_16x8x16_s8(acc[n], a, kb[n][h]);
+        }
+        scale_block(acc, KB == 16 ? 2 * j + h : j, j);
       }
     }
   }
@@ -718,9 +774,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
           PACKFA_UNROLL
           for (int c = 0; c < 4; ++c) sc[n][c] *= p.scale;
       } else if (b16) {
-        qk_mma<D, 16, T>(sc, qreg, st, ks_sm, qsc_frag);
+        qk_mma<D, 16, RMAX, T>(sc, qreg, st, ks_sm, qsc_frag);
       } else {
-        qk_mma<D, 32, T>(sc, qreg, st, ks_sm, qsc_frag);
+        qk_mma<D, 32, RMAX, T>(sc, qreg, st, ks_sm, qsc_frag);
       }
       PvOperands<NT> op;
       float corr_row[NT];
