@@ -147,6 +147,22 @@ TEST_CASE("GQA ratios, row groups and query counts", "[attention]") {
   }
 }
 
+// ggml rows of 136 / 72 bytes start at either 16-byte phase (staged as 16-byte copies with a
+// per-row shift on NVIDIA): one KV head (the phase alternates by slot), two (by head), and an
+// odd first key (sliding window).
+TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
+  for (VFormat vf : {VFormat::q8_0, VFormat::q4_0}) {
+    for (int nq : {1, 4}) {
+      ProblemConfig c = base(128, vf, nq, 7, 1, 777);
+      check(c);
+      c = base(128, vf, nq, 8, 2, 1201);
+      c.window = 101;
+      check(c);
+      check(c, 5);
+    }
+  }
+}
+
 TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
   for (int kv : {1, 2, 31, 32, 33, 127, 4099}) {
     ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, kv);

@@ -140,6 +140,73 @@ PACKFA_DEV void stage_rows(char* smem, const char* g, int64_t stride, int nrows,
   stage_rows_w<ROW_BYTES, PITCH, 2>(smem, g, stride, nrows);
 }
 
+// ggml V rows of 16k + 8 bytes (q8_0 / q4_0, D = 128: 136 / 72 bytes), 8-byte aligned: each
+// row goes as k 16-byte copies plus one 8-byte copy instead of 2k + 1 8-byte ones. A row
+// whose global start is 8 mod 16 lands 8 bytes into its shared row (shared and global then
+// agree mod 16), the lone 8-byte piece first; otherwise that piece is last. Row i's shift is
+// shift0 ^ (i odd ? shift_step : 0) (v_row_shift below); readers add it.
+template <int ROW_BYTES, int PITCH>
+PACKFA_DEV void stage_rows_shift8(char* smem, const char* g, int64_t stride, int nrows, int shift0, int shift_step) {
+  static_assert(ROW_BYTES % 16 == 8 && PITCH >= ROW_BYTES + 8, "16k + 8 byte rows with 8 bytes of room");
+  constexpr int kPieces = ROW_BYTES / 16;           // 16-byte pieces per row
+  constexpr int kLanes = 4, kRows = arch::kWaveSize / kLanes;
+  constexpr int kM = (kPieces + kLanes - 1) / kLanes;
+  const int lane = arch::lane_id();
+  const int j = lane % kLanes, r = lane / kLanes;
+  const int sh = shift0 ^ ((r & 1) ? shift_step : 0);  // 8 rows per pass keep each lane's parity
+  const int off8 = sh ? 0 : ROW_BYTES - 8;           // the lone 8-byte piece
+  const char* src = g + r * stride;
+  char* dst = smem + r * PITCH + sh;
+  const int64_t pass_stride = kRows * stride;
+  PACKFA_UNROLL
+  for (int pass = 0; pass < kFaChunk / kRows; ++pass) {
+    if (r + pass * kRows < nrows) {
+      char* d = dst + pass * kRows * PITCH;
+      PACKFA_UNROLL
+      for (int m = 0; m < kM; ++m) {
+        const int piece = j + m * kLanes;
+        if (kPieces % kLanes == 0 || piece < kPieces) {
+          const int o = (sh ? 8 : 0) + 16 * piece;
+          arch::copy_async<16>(d + o, src + o);
+        }
+      }
+      if (j == kLanes - 1) arch::copy_async<8>(d + off8, src + off8);
+    }
+    src += pass_stride;
+  }
+}
+// Shift of shared V row i (0 or 8) for stage_rows_shift8: global row start mod 16.
+PACKFA_DEV int v_row_shift(int shift0, int shift_step, int i) { return shift0 ^ ((i & 1) ? shift_step : 0); }
+
+// One scale row of BYTES per lane (the lane's own key), widest copies the alignment allows.
+template <int BYTES>
+PACKFA_DEV void stage_scale_row(char* dst, const char* src, int width) {
+  if constexpr (BYTES % 16 == 0) {
+    if (width >= 16) {
+      PACKFA_UNROLL
+      for (int o = 0; o < BYTES; o += 16) arch::copy_async<16>(dst + o, src + o);
+      return;
+    }
+  }
+  if constexpr (BYTES % 8 == 0) {
+    if (width >= 8) {
+      PACKFA_UNROLL
+      for (int o = 0; o < BYTES; o += 8) arch::copy_async<8>(dst + o, src + o);
+      return;
+    }
+  }
+  if constexpr (BYTES % 4 == 0) {
+    if (width >= 4) {
+      PACKFA_UNROLL
+      for (int o = 0; o < BYTES; o += 4) arch::copy_async<4>(dst + o, src + o);
+      return;
+    }
+  }
+  PACKFA_UNROLL
+  for (int o = 0; o + 1 < BYTES; o += 2)
+    *reinterpret_cast<uint16_t*>(dst + o) = *reinterpret_cast<const uint16_t*>(src + o);
+}
+
 // V for kDpl consecutive dims of one row in shared memory; `d` is the block scale (1 for
 // f16/bf16) so callers can fold it into p once per row instead of once per value.
 template <VFormat VF, int DPL>
@@ -419,8 +486,10 @@ PACKFA_DEV void pv_operands_from_smem(PvOperands<(RMAX + 7) / 8>& op, const floa
   }
 }
 
+// sh_even / sh_odd: byte shift of the even / odd shared V rows (stage_rows_shift8; else 0).
 template <int D, VFormat VF, int NT, class T>
-PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, int nvalid) {
+PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, int nvalid, int sh_even,
+                       int sh_odd) {
   const int lane = arch::lane_id();
   const int g = lane >> 2, t2 = 2 * (lane & 3);
   bool rescale = false;
@@ -442,10 +511,10 @@ PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* 
     const int k0 = 16 * ks;
     if (k0 >= nvalid) break;
     const auto& pb = op.pb[ks];
-    const char* ka = v_sm + (k0 + t2) * T::kVPitch;  // keys k0+t2, +1, +8, +9
-    const char* kb = ka + T::kVPitch;
+    const char* ka = v_sm + (k0 + t2) * T::kVPitch + sh_even;  // keys k0+t2, +1, +8, +9
+    const char* kb = ka + T::kVPitch + (sh_odd - sh_even);
     const char* kc = ka + 8 * T::kVPitch;
-    const char* kd = kc + T::kVPitch;
+    const char* kd = kb + 8 * T::kVPitch;
     if constexpr (VF == VFormat::f16) {
       const int lkey = k0 + (lane & 7) + ((lane >> 4) & 1) * 8;
       const char* lrow = v_sm + lkey * T::kVPitch + ((lane >> 3) & 1) * 16;
@@ -583,7 +652,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const char* ksbase = p.ks + static_cast<int64_t>(b) * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
   const char* vbase = p.v + static_cast<int64_t>(b) * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
   const bool b16 = p.k_block == 16;
-  const int scale_bytes = 2 * D / p.k_block;
   const float softcap = p.softcap;
   const uint16_t* mask_row_base =
       p.mask ? p.mask + static_cast<int64_t>(b) * p.mask_seq : nullptr;
@@ -609,6 +677,14 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       PACKFA_UNROLL
       for (int j = 0; j < 4; ++j) pacc.c[i][nt][j] = 0.0f;
 
+  // ggml V rows of 16k + 8 bytes at 8-byte alignment: staged as 16-byte copies (NVIDIA
+  // tensor-core path), each shared row shifted to its global alignment (stage_rows_shift8)
+  constexpr bool kShiftedV = T::kMmaPv && (VF == VFormat::q8_0 || VF == VFormat::q4_0) &&
+                             T::kVRowBytes % 16 == 8 && T::kVPitch >= T::kVRowBytes + 8;
+  const bool v_shifted = kShiftedV && p.v_width == 8;
+  const int v_shift0 = v_shifted ? static_cast<int>(reinterpret_cast<uintptr_t>(vbase) & 8) : 0;
+  const int v_shift_step = v_shifted ? static_cast<int>(p.v_slot & 8) : 0;
+
   auto stage_chunk = [&](int chunk, int stage) {
     const int key0 = k_begin + chunk * T::kChunk;
     const int n = min(T::kChunk, k_end - key0);
@@ -621,18 +697,24 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if (lane < n) {
         const char* src = ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot;
         char* dst = ks_dst + lane * T::kScalePitch;
-        if (p.ks_width >= 8 && scale_bytes % 8 == 0) {
-          for (int o = 0; o < scale_bytes; o += 8) arch::copy_async<8>(dst + o, src + o);
-        } else if (p.ks_width >= 4 && scale_bytes % 4 == 0) {
-          for (int o = 0; o < scale_bytes; o += 4) arch::copy_async<4>(dst + o, src + o);
+        if (b16) {
+          stage_scale_row<2 * D / 16>(dst, src, p.ks_width);
         } else {
-          for (int o = 0; o < scale_bytes; o += 2)
-            *reinterpret_cast<uint16_t*>(dst + o) = *reinterpret_cast<const uint16_t*>(src + o);
+          stage_scale_row<2 * D / 32>(dst, src, p.ks_width);
         }
       }
     }
-    stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vbase + static_cast<int64_t>(key0) * p.v_slot, p.v_slot, n,
-                                          p.v_width);
+    const char* vsrc = vbase + static_cast<int64_t>(key0) * p.v_slot;
+    if constexpr (kShiftedV) {
+      if (v_shifted) {
+        stage_rows_shift8<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n,
+                                                     v_row_shift(v_shift0, v_shift_step, key0), v_shift_step);
+      } else {
+        stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
+      }
+    } else {
+      stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
+    }
     arch::copy_async_commit();
   };
 
@@ -750,6 +832,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     const char* v_sm = ks_sm + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
     const int key0 = k_begin + chunk * T::kChunk;
     const int nvalid = min(T::kChunk, k_end - key0);
+    const int v_sh_even = v_row_shift(v_shift0, v_shift_step, key0);
+    const int v_sh_odd = v_sh_even ^ v_shift_step;
     if constexpr (T::kMmaPv) {
       // last, partial chunk: V rows past nvalid hold stale bytes; their p is 0, but 0 · NaN
       // is NaN in the mma, so they become zeros
@@ -832,7 +916,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         op.corr[h][0] = arch::shfl(corr_row[h], 4 * t2);
         op.corr[h][1] = arch::shfl(corr_row[h], 4 * t2 + 4);
       }
-      pv_mma<D, VF, NT, T>(pacc, op, v_sm, nvalid);
+      pv_mma<D, VF, NT, T>(pacc, op, v_sm, nvalid, v_sh_even, v_sh_odd);
     } else {
       // ---- Q·K: lane = key, all rows ---------------------------------------------------------
       float s[RMAX];
@@ -949,7 +1033,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if constexpr (T::kMmaPv) {
         PvOperands<(RMAX + 7) / 8> op;
         pv_operands_from_smem<RMAX, T>(op, pbuf, corr_s);
-        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, nvalid);
+        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, nvalid, v_sh_even, v_sh_odd);
       } else if (lane < T::kPvLanes) {  // ---- scalar P·V: lane = kDpl dims ----------------------
         const int dim0 = lane * T::kDpl;
 #pragma unroll 4
