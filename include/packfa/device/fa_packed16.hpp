@@ -154,9 +154,10 @@ PACKFA_DEV void stage_rows_shift8(char* smem, const char* g, int64_t stride, int
   const int lane = arch::lane_id();
   const int j = lane % kLanes, r = lane / kLanes;
   const int sh = shift0 ^ ((r & 1) ? shift_step : 0);  // 8 rows per pass keep each lane's parity
-  const int off8 = sh ? 0 : ROW_BYTES - 8;           // the lone 8-byte piece
-  const char* src = g + r * stride;
-  char* dst = smem + r * PITCH + sh;
+  // one pointer pair per lane for the 16-byte pieces (compile-time offsets), one for the lone piece
+  const char* src = g + r * stride + sh + 16 * j;
+  char* dst = smem + r * PITCH + 2 * sh + 16 * j;
+  const int off8 = (sh ? 0 : ROW_BYTES - 8) - sh - 16 * j;  // the lone piece, from src and from dst
   const int64_t pass_stride = kRows * stride;
   PACKFA_UNROLL
   for (int pass = 0; pass < kFaChunk / kRows; ++pass) {
@@ -164,11 +165,8 @@ PACKFA_DEV void stage_rows_shift8(char* smem, const char* g, int64_t stride, int
       char* d = dst + pass * kRows * PITCH;
       PACKFA_UNROLL
       for (int m = 0; m < kM; ++m) {
-        const int piece = j + m * kLanes;
-        if (kPieces % kLanes == 0 || piece < kPieces) {
-          const int o = (sh ? 8 : 0) + 16 * piece;
-          arch::copy_async<16>(d + o, src + o);
-        }
+        if (kPieces % kLanes == 0 || j + m * kLanes < kPieces)
+          arch::copy_async<16, true>(d + 16 * kLanes * m, src + 16 * kLanes * m);
       }
       if (j == kLanes - 1) arch::copy_async<8>(d + off8, src + off8);
     }
@@ -681,7 +679,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // tensor-core path), each shared row shifted to its global alignment (stage_rows_shift8)
   constexpr bool kShiftedV = T::kMmaPv && (VF == VFormat::q8_0 || VF == VFormat::q4_0) &&
                              T::kVRowBytes % 16 == 8 && T::kVPitch >= T::kVRowBytes + 8;
-  const bool v_shifted = kShiftedV && p.v_width == 8;
+  const bool v_shifted = kShiftedV && p.v_phase;
   const int v_shift0 = v_shifted ? static_cast<int>(reinterpret_cast<uintptr_t>(vbase) & 8) : 0;
   const int v_shift_step = v_shifted ? static_cast<int>(p.v_slot & 8) : 0;
 
