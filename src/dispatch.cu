@@ -316,7 +316,6 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   kp.v_slot = p.v.strides.slot;
   kp.v_head = p.v.strides.head;
   kp.v_width = copy_width(p.v.data, p.v.strides, v_row_bytes(p.v.format, p.head_dim));
-  kp.v_phase = kp.v_width == 8 && !(std::getenv("PACKFA_V_PHASE") && std::getenv("PACKFA_V_PHASE")[0] == '0');  // A/B knob
   kp.o = p.o.data;
   kp.o_type = static_cast<int>(p.o.type);
   kp.o_seq = p.o.seq_stride;

@@ -147,9 +147,8 @@ TEST_CASE("GQA ratios, row groups and query counts", "[attention]") {
   }
 }
 
-// ggml rows of 136 / 72 bytes start at either 16-byte phase (staged as 16-byte copies with a
-// per-row shift on NVIDIA): one KV head (the phase alternates by slot), two (by head), and an
-// odd first key (sliding window).
+// ggml rows of 136 / 72 bytes start at either 16-byte phase: one KV head (the phase alternates
+// by slot), two (by head), and an odd first key (sliding window).
 TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
   for (VFormat vf : {VFormat::q8_0, VFormat::q4_0}) {
     for (int nq : {1, 4}) {

@@ -321,14 +321,12 @@ PACKFA_DEV uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 // ---- global -> shared copies ------------------------------------------------------------
 // NVIDIA (sm_80+): cp.async, so a tile streams in while the previous one is computed.
 // Elsewhere: an ordinary load + store (synchronous; correctness identical).
-// through_l1: 16-byte copies normally bypass L1 (.cg); rows that share 32-byte sectors with
-// neighbouring 8-byte copies keep L1 (.ca), which merges the repeated sector reads.
-template <int bytes, bool through_l1 = false>
+template <int bytes>
 PACKFA_DEV void copy_async(void* smem, const void* gmem) {
   static_assert(bytes == 4 || bytes == 8 || bytes == 16, "cp.async moves 4, 8 or 16 bytes");
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  if constexpr (bytes == 16 && !through_l1)
+  if constexpr (bytes == 16)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(bytes) : "memory");

@@ -29,6 +29,7 @@
 namespace packfa::device {
 
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
 template <int D, VFormat VF, QKMode QK, int RMAX>
@@ -61,6 +62,8 @@ struct FaTraits {
   static constexpr bool kMmaQk =
       kMmaPv && ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128));
   static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
+  // The tensor-core scores come out in log2 units (log2(e) folded into the Q / softmax scale).
+  static constexpr bool kScoresLog2 = kMmaQk;
   static constexpr int kStageBytes = L.stage_bytes;
   static constexpr int kPPitch = L.p_pitch;
   static constexpr int kWaveBytes = L.wave_bytes;
@@ -139,42 +142,6 @@ PACKFA_DEV void stage_rows(char* smem, const char* g, int64_t stride, int nrows,
   }
   stage_rows_w<ROW_BYTES, PITCH, 2>(smem, g, stride, nrows);
 }
-
-// ggml V rows of 16k + 8 bytes (q8_0 / q4_0, D = 128: 136 / 72 bytes), 8-byte aligned: each
-// row goes as k 16-byte copies plus one 8-byte copy instead of 2k + 1 8-byte ones. A row
-// whose global start is 8 mod 16 lands 8 bytes into its shared row (shared and global then
-// agree mod 16), the lone 8-byte piece first; otherwise that piece is last. Row i's shift is
-// shift0 ^ (i odd ? shift_step : 0) (v_row_shift below); readers add it.
-template <int ROW_BYTES, int PITCH>
-PACKFA_DEV void stage_rows_shift8(char* smem, const char* g, int64_t stride, int nrows, int shift0, int shift_step) {
-  static_assert(ROW_BYTES % 16 == 8 && PITCH >= ROW_BYTES + 8, "16k + 8 byte rows with 8 bytes of room");
-  constexpr int kPieces = ROW_BYTES / 16;           // 16-byte pieces per row
-  constexpr int kLanes = 4, kRows = arch::kWaveSize / kLanes;
-  constexpr int kM = (kPieces + kLanes - 1) / kLanes;
-  const int lane = arch::lane_id();
-  const int j = lane % kLanes, r = lane / kLanes;
-  const int sh = shift0 ^ ((r & 1) ? shift_step : 0);  // 8 rows per pass keep each lane's parity
-  // one pointer pair per lane for the 16-byte pieces (compile-time offsets), one for the lone piece
-  const char* src = g + r * stride + sh + 16 * j;
-  char* dst = smem + r * PITCH + 2 * sh + 16 * j;
-  const int off8 = (sh ? 0 : ROW_BYTES - 8) - sh - 16 * j;  // the lone piece, from src and from dst
-  const int64_t pass_stride = kRows * stride;
-  PACKFA_UNROLL
-  for (int pass = 0; pass < kFaChunk / kRows; ++pass) {
-    if (r + pass * kRows < nrows) {
-      char* d = dst + pass * kRows * PITCH;
-      PACKFA_UNROLL
-      for (int m = 0; m < kM; ++m) {
-        if (kPieces % kLanes == 0 || j + m * kLanes < kPieces)
-          arch::copy_async<16, true>(d + 16 * kLanes * m, src + 16 * kLanes * m);
-      }
-      if (j == kLanes - 1) arch::copy_async<8>(d + off8, src + off8);
-    }
-    src += pass_stride;
-  }
-}
-// Shift of shared V row i (0 or 8) for stage_rows_shift8: global row start mod 16.
-PACKFA_DEV int v_row_shift(int shift0, int shift_step, int i) { return shift0 ^ ((i & 1) ? shift_step : 0); }
 
 // One scale row of BYTES per lane (the lane's own key), widest copies the alignment allows.
 template <int BYTES>
@@ -484,10 +451,8 @@ PACKFA_DEV void pv_operands_from_smem(PvOperands<(RMAX + 7) / 8>& op, const floa
   }
 }
 
-// sh_even / sh_odd: byte shift of the even / odd shared V rows (stage_rows_shift8; else 0).
 template <int D, VFormat VF, int NT, class T>
-PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, int nvalid, int sh_even,
-                       int sh_odd) {
+PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, int nvalid) {
   const int lane = arch::lane_id();
   const int g = lane >> 2, t2 = 2 * (lane & 3);
   bool rescale = false;
@@ -509,10 +474,10 @@ PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* 
     const int k0 = 16 * ks;
     if (k0 >= nvalid) break;
     const auto& pb = op.pb[ks];
-    const char* ka = v_sm + (k0 + t2) * T::kVPitch + sh_even;  // keys k0+t2, +1, +8, +9
-    const char* kb = ka + T::kVPitch + (sh_odd - sh_even);
+    const char* ka = v_sm + (k0 + t2) * T::kVPitch;  // keys k0+t2, +1, +8, +9
+    const char* kb = ka + T::kVPitch;
     const char* kc = ka + 8 * T::kVPitch;
-    const char* kd = kb + 8 * T::kVPitch;
+    const char* kd = kc + T::kVPitch;
     if constexpr (VF == VFormat::f16) {
       const int lkey = k0 + (lane & 7) + ((lane >> 4) & 1) * 8;
       const char* lrow = v_sm + lkey * T::kVPitch + ((lane >> 3) & 1) * 16;
@@ -606,6 +571,30 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // Everything below reads memory a predecessor kernel may write (Q, the cache, lengths).
   pdl::wait();
 
+  // Q items: one wave per (row, 32-dim block), lane = dim, in batches of 8 per wave. The first
+  // batch is loaded now: Q addresses do not depend on the lengths, so its latency overlaps
+  // the length load and the row set-up below (at kv = 4k the prologue is most of the kernel).
+  constexpr int kQItems = RMAX * T::kQBlocks;
+  constexpr int kQPerWave = (kQItems + T::kWaves - 1) / T::kWaves;
+  constexpr int kQBatch = kQPerWave < 8 ? kQPerWave : 8;
+  auto load_q_batch = [&](int k0, float (&x)[kQBatch]) {
+    PACKFA_UNROLL
+    for (int k = 0; k < kQBatch; ++k) {
+      const int item = wave + (k0 + k) * T::kWaves;
+      const int r = item / T::kQBlocks, d = (item - r * T::kQBlocks) * 32 + lane;
+      x[k] = 0.0f;
+      if (k0 + k < kQPerWave && item < kQItems && r < nrows && d < D) {
+        const int g = row0 + r, qi = g / p.gqa, head = kvh * p.gqa + (g - qi * p.gqa);
+        const int64_t idx = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+                            static_cast<int64_t>(head) * p.q_head + d;
+        x[k] = load_as_float(p.q, p.q_type, idx);
+        if (p.smooth) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + d];
+      }
+    }
+  };
+  float xq[kQBatch];
+  load_q_batch(0, xq);
+
   const int kv_len = p.kv_len[b];
 
   // ---- row facts + Q into shared memory ---------------------------------------------------
@@ -675,14 +664,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       PACKFA_UNROLL
       for (int j = 0; j < 4; ++j) pacc.c[i][nt][j] = 0.0f;
 
-  // ggml V rows of 16k + 8 bytes at 8-byte alignment: staged as 16-byte copies (NVIDIA
-  // tensor-core path), each shared row shifted to its global alignment (stage_rows_shift8)
-  constexpr bool kShiftedV = T::kMmaPv && (VF == VFormat::q8_0 || VF == VFormat::q4_0) &&
-                             T::kVRowBytes % 16 == 8 && T::kVPitch >= T::kVRowBytes + 8;
-  const bool v_shifted = kShiftedV && p.v_phase;
-  const int v_shift0 = v_shifted ? static_cast<int>(reinterpret_cast<uintptr_t>(vbase) & 8) : 0;
-  const int v_shift_step = v_shifted ? static_cast<int>(p.v_slot & 8) : 0;
-
   auto stage_chunk = [&](int chunk, int stage) {
     const int key0 = k_begin + chunk * T::kChunk;
     const int n = min(T::kChunk, k_end - key0);
@@ -703,16 +684,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       }
     }
     const char* vsrc = vbase + static_cast<int64_t>(key0) * p.v_slot;
-    if constexpr (kShiftedV) {
-      if (v_shifted) {
-        stage_rows_shift8<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n,
-                                                     v_row_shift(v_shift0, v_shift_step, key0), v_shift_step);
-      } else {
-        stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
-      }
-    } else {
-      stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
-    }
+    stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
     arch::copy_async_commit();
   };
 
@@ -721,43 +693,26 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   if (chunk < nchunks) stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
 
   // ---- Q into shared memory, while the first chunk streams in --------------------------------
-  // One wave per (row, 32-dim block) item, lane = dim: int8 with a wave max for the block
-  // scale (softmax scale folded in), or fp16-rounded fp32. Loads go out in batches of 8 items
-  // (a batch per wave covers the decode shapes; more would cost registers the loop needs).
-  {
-    constexpr int kItems = RMAX * T::kQBlocks;
-    constexpr int kPerWave = (kItems + T::kWaves - 1) / T::kWaves;
-    constexpr int kBatch = kPerWave < 8 ? kPerWave : 8;
+  // int8 with a wave max for the block scale (softmax scale folded in, and log2(e) where the
+  // scores come out in log2 units), or fp16-rounded fp32. One batch of 8 items per wave
+  // covers the decode shapes; more would cost registers the loop needs.
+  const float q_scale_mul = T::kScoresLog2 ? p.scale * kLog2e : p.scale;
 #pragma unroll 1
-    for (int k0 = 0; k0 < kPerWave; k0 += kBatch) {
-      float x[kBatch];
-      PACKFA_UNROLL
-      for (int k = 0; k < kBatch; ++k) {
-        const int item = wave + (k0 + k) * T::kWaves;
-        const int r = item / T::kQBlocks, d = (item - r * T::kQBlocks) * 32 + lane;
-        x[k] = 0.0f;
-        if (k0 + k < kPerWave && item < kItems && r < nrows && d < D) {
-          const RowInfo& ri = rinfo[r];
-          const int64_t idx = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(ri.qi) * p.q_row +
-                              static_cast<int64_t>(ri.head) * p.q_head + d;
-          x[k] = load_as_float(p.q, p.q_type, idx);
-          if (p.smooth) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + d];
-        }
-      }
-      PACKFA_UNROLL
-      for (int k = 0; k < kBatch; ++k) {
-        const int item = wave + (k0 + k) * T::kWaves;
-        if (k0 + k >= kPerWave || item >= kItems) break;
-        const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks, d = qb * 32 + lane;
-        if constexpr (T::kInt8Q) {
-          const float amax = arch::group_max(fabsf(x[k]));
-          const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-          const int qv = arch::round_to_int(x[k] * inv);
-          if (d < D) reinterpret_cast<int8_t*>(q_smem)[r * D + d] = static_cast<int8_t>(max(-127, min(127, qv)));
-          if (lane == 0) reinterpret_cast<float*>(q_smem + RMAX * D)[r * T::kQBlocks + qb] = qd * p.scale;
-        } else {
-          if (d < D) reinterpret_cast<float*>(q_smem)[r * D + d] = arch::half_to_float(arch::float_to_half(x[k]));
-        }
+  for (int k0 = 0; k0 < kQPerWave; k0 += kQBatch) {
+    if (k0 > 0) load_q_batch(k0, xq);
+    PACKFA_UNROLL
+    for (int k = 0; k < kQBatch; ++k) {
+      const int item = wave + (k0 + k) * T::kWaves;
+      if (k0 + k >= kQPerWave || item >= kQItems) break;
+      const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks, d = qb * 32 + lane;
+      if constexpr (T::kInt8Q) {
+        const float amax = arch::group_max(fabsf(xq[k]));
+        const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const int qv = arch::round_to_int(xq[k] * inv);
+        if (d < D) reinterpret_cast<int8_t*>(q_smem)[r * D + d] = static_cast<int8_t>(max(-127, min(127, qv)));
+        if (lane == 0) reinterpret_cast<float*>(q_smem + RMAX * D)[r * T::kQBlocks + qb] = qd * q_scale_mul;
+      } else {
+        if (d < D) reinterpret_cast<float*>(q_smem)[r * D + d] = arch::half_to_float(arch::float_to_half(xq[k]));
       }
     }
   }
@@ -830,8 +785,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     const char* v_sm = ks_sm + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
     const int key0 = k_begin + chunk * T::kChunk;
     const int nvalid = min(T::kChunk, k_end - key0);
-    const int v_sh_even = v_row_shift(v_shift0, v_shift_step, key0);
-    const int v_sh_odd = v_sh_even ^ v_shift_step;
     if constexpr (T::kMmaPv) {
       // last, partial chunk: V rows past nvalid hold stale bytes; their p is 0, but 0 · NaN
       // is NaN in the mma, so they become zeros
@@ -854,7 +807,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         PACKFA_UNROLL
         for (int n = 0; n < T::kChunk / 8; ++n)
           PACKFA_UNROLL
-          for (int c = 0; c < 4; ++c) sc[n][c] *= p.scale;
+          for (int c = 0; c < 4; ++c) sc[n][c] *= p.scale * kLog2e;
       } else if (b16) {
         qk_mma<D, 16, RMAX, T>(sc, qreg, st, ks_sm, qsc_frag);
       } else {
@@ -874,15 +827,17 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
           for (int e = 0; e < 2; ++e) {
             const int kk = key0 + 8 * n + t2 + e;
             const bool visible = kk >= range.x && kk < khi;
-            float x = sc[n][2 * h + e];
-            if (extras) {
+            float x = sc[n][2 * h + e];  // log2 units
+            if (extras) {  // the edits are defined on natural-log scores
               const RowInfo ri = rinfo[r];
+              x *= kLn2;
               if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
               if (visible && mask_row_base)
                 x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + kk]);
               if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(kk - ri.pos);
+              x *= kLog2e;
             }
-            x = visible ? x * kLog2e : kNegInf;
+            x = visible ? x : kNegInf;
             sc[n][2 * h + e] = x;
             mx = fmaxf(mx, x);
           }
@@ -914,7 +869,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         op.corr[h][0] = arch::shfl(corr_row[h], 4 * t2);
         op.corr[h][1] = arch::shfl(corr_row[h], 4 * t2 + 4);
       }
-      pv_mma<D, VF, NT, T>(pacc, op, v_sm, nvalid, v_sh_even, v_sh_odd);
+      pv_mma<D, VF, NT, T>(pacc, op, v_sm, nvalid);
     } else {
       // ---- Q·K: lane = key, all rows ---------------------------------------------------------
       float s[RMAX];
@@ -1031,7 +986,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if constexpr (T::kMmaPv) {
         PvOperands<(RMAX + 7) / 8> op;
         pv_operands_from_smem<RMAX, T>(op, pbuf, corr_s);
-        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, nvalid, v_sh_even, v_sh_odd);
+        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, nvalid);
       } else if (lane < T::kPvLanes) {  // ---- scalar P·V: lane = kDpl dims ----------------------
         const int dim0 = lane * T::kDpl;
 #pragma unroll 4

@@ -45,7 +45,6 @@ struct FaKernelParams {
   const char* v;
   int64_t v_seq, v_slot, v_head;
   int v_width;      // copy width for V rows
-  int v_phase;      // 1: ggml rows of 16k + 8 bytes go as 16-byte copies (stage_rows_shift8)
 
   // output
   void* o;
