@@ -4,6 +4,12 @@
 
 namespace packfa::detail {
 Status launch_combine(const CombineParams& cp, int64_t rows, void* stream, int pdl) {
+  if (cp.num_splits <= device::kWarpCombineMaxSplits) {  // one wave per row
+    constexpr int kRowsPerBlock = device::kCombineThreads / arch::kWaveSize;
+    const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+    auto* kernel = cp.head_dim <= 128 ? &device::fa_combine_warp_kernel<1> : &device::fa_combine_warp_kernel<2>;
+    return launch(kernel, grid, dim3(device::kCombineThreads), 0, stream, cp, LaunchOptions{pdl});
+  }
   return launch(&device::fa_combine_kernel, dim3(static_cast<unsigned>(rows)), dim3(device::kCombineThreads), 0,
                 stream, cp, LaunchOptions{pdl});
 }

@@ -162,6 +162,18 @@ TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
   }
 }
 
+// Up to 64 splits one wave merges a row (fa_combine_warp_kernel), above that a block does;
+// both with a sink and the LSE.
+TEST_CASE("combine: wave and block merge, around the 64-split edge", "[attention]") {
+  for (int D : {128, 256}) {
+    for (int splits : {2, 17, 64, 65, 100}) {
+      ProblemConfig c = base(D, VFormat::q8_0, 2, 8, 2, 4099);
+      c.sinks = true;
+      check(c, splits);
+    }
+  }
+}
+
 TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
   for (int kv : {1, 2, 31, 32, 33, 127, 4099}) {
     ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, kv);

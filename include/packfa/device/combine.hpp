@@ -14,7 +14,108 @@
 namespace packfa::device {
 
 
-// One block per (sequence, query row, q head). The split states are read in parallel: the
+// Up to kWarpCombineMaxSplits splits (the decode shapes): one wave per (sequence, query row,
+// q head), no block barriers. Lane s holds split s's (max, sum) (and s + 32), so the max, the
+// weights and L are two wave reductions; each lane owns float4 columns of O and sums the
+// splits' rows with the weights taken from their lanes. All loads go out before any math:
+// one memory round trip where the block kernel below needs three dependent steps.
+// kCols: float4 columns of O per lane (1: head_dim <= 128, 2: <= 256).
+template <int kCols>
+PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kernel(const CombineParams p) {
+  constexpr int kRowsPerBlock = kCombineThreads / arch::kWaveSize;
+  constexpr int kPer = kWarpCombineMaxSplits / arch::kWaveSize;  // (max, sum) pairs per lane
+  constexpr int kBatch = 16 / kCols;                              // split rows in flight per lane
+  const int lane = arch::lane_id();
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / arch::kWaveSize;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads;
+
+  pdl::wait();  // partials come from the split kernel
+  pdl::launch_dependents();
+  if (row >= rows) return;
+  const int h = static_cast<int>(row % p.n_q_heads);
+  const int64_t bi = row / p.n_q_heads;
+  const int i = static_cast<int>(bi % p.nq);
+  const int b = static_cast<int>(bi / p.nq);
+  const int S = p.num_splits, cols = p.head_dim / 4;
+
+  const float2* ml = reinterpret_cast<const float2*>(p.part_ml + row * S * 2);
+  const float4* po = reinterpret_cast<const float4*>(p.part_o + row * S * p.head_dim);
+  float2 mine[kPer];
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) {
+    const int s = lane + k * arch::kWaveSize;
+    mine[k] = s < S ? ml[s] : make_float2(kNegInf, 0.0f);
+  }
+  float4 acc[kCols], early[kBatch][kCols];
+  PACKFA_UNROLL
+  for (int c = 0; c < kCols; ++c) {
+    acc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const int col = lane + c * arch::kWaveSize;
+    PACKFA_UNROLL
+    for (int k = 0; k < kBatch; ++k)
+      early[k][c] = (k < S && col < cols) ? po[static_cast<int64_t>(k) * cols + col] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+
+  float M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) M = fmaxf(M, mine[k].x);
+  M = arch::group_max(M);
+  float w[kPer], l = 0.0f;
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) {
+    w[k] = mine[k].x == kNegInf ? 0.0f : arch::exp2_fast(mine[k].x - M);
+    l += w[k] * mine[k].y;
+  }
+  float L = arch::group_sum(l);
+  if (p.sinks && M != kNegInf) L += arch::exp2_fast(p.sinks[h] * kLog2e - M);
+  const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+
+  auto add = [&](const float4 (&v)[kCols], float ws) {
+    PACKFA_UNROLL
+    for (int c = 0; c < kCols; ++c) {
+      acc[c].x = fmaf(ws, v[c].x, acc[c].x);
+      acc[c].y = fmaf(ws, v[c].y, acc[c].y);
+      acc[c].z = fmaf(ws, v[c].z, acc[c].z);
+      acc[c].w = fmaf(ws, v[c].w, acc[c].w);
+    }
+  };
+  auto weight = [&](int s) { return arch::shfl(w[s / arch::kWaveSize], s % arch::kWaveSize); };
+  PACKFA_UNROLL
+  for (int k = 0; k < kBatch; ++k)
+    if (k < S) add(early[k], weight(k));
+  for (int s0 = kBatch; s0 < S; s0 += kBatch) {
+    float4 v[kBatch][kCols];
+    PACKFA_UNROLL
+    for (int k = 0; k < kBatch; ++k)
+      PACKFA_UNROLL
+      for (int c = 0; c < kCols; ++c) {
+        const int col = lane + c * arch::kWaveSize;
+        v[k][c] = (s0 + k < S && col < cols) ? po[static_cast<int64_t>(s0 + k) * cols + col]
+                                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    PACKFA_UNROLL
+    for (int k = 0; k < kBatch; ++k) {
+      const float ws = weight(min(s0 + k, S - 1));  // every lane joins the shuffle
+      if (s0 + k < S) add(v[k], ws);
+    }
+  }
+
+  const int64_t obase = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(i) * p.o_row +
+                        static_cast<int64_t>(h) * p.o_head;
+  PACKFA_UNROLL
+  for (int c = 0; c < kCols; ++c) {
+    const int col = lane + c * arch::kWaveSize;
+    if (col < cols) {
+      store_from_float(p.o, p.o_type, obase + 4 * col, acc[c].x * inv);
+      store_from_float(p.o, p.o_type, obase + 4 * col + 1, acc[c].y * inv);
+      store_from_float(p.o, p.o_type, obase + 4 * col + 2, acc[c].z * inv);
+      store_from_float(p.o, p.o_type, obase + 4 * col + 3, acc[c].w * inv);
+    }
+  }
+  if (lane == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
+}
+
+// More splits: one block per (sequence, query row, q head). The split states are read in parallel: the
 // weights 2^(M_s − M) / L go to shared memory, then thread groups each sum a strided subset
 // of splits for 4 dims at a time (float4 loads, the first batch issued before the weights are
 // known) and are reduced at the end.
