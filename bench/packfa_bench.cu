@@ -11,7 +11,7 @@
 // chain with/without PDL and in and out of a CUDA graph (issue 5, bench 8c).
 //
 //   packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only] [--kv N] [--nq N] [--d N]
-//                [--v f16|q8_0|q4_0] [--no-baseline] [--splits N]
+//                [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline] [--splits N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -156,7 +156,7 @@ struct Measured {
 };
 
 const char* vname(VFormat f) {
-  const char* n[] = {"f16", "bf16", "q8_0", "q4_0"};
+  const char* n[] = {"f16", "bf16", "q8_0", "q4_0", "q8_0_planar"};
   return n[static_cast<int>(f)];
 }
 
@@ -173,13 +173,14 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   const std::vector<int> L = lengths(c);
   const bool packed = c.kf == KFormat::packed16;
   const int64_t krow = packed ? D : 2 * D, srow = packed ? 2 * D / 32 : 0, vrow = v_row_bytes(c.vf, D);
+  const int64_t vsrow = v_scale_row_bytes(c.vf, D);  // q8_0_planar's scale plane
   const int64_t cap = c.kv;
-  const int64_t kslot = G * krow, sslot = G * srow, vslot = G * vrow;
-  const size_t set_bytes = static_cast<size_t>(c.batch) * cap * (kslot + sslot + vslot);
+  const int64_t kslot = G * krow, sslot = G * srow, vslot = G * vrow, vsslot = G * vsrow;
+  const size_t set_bytes = static_cast<size_t>(c.batch) * cap * (kslot + sslot + vslot + vsslot);
   // enough copies that consecutive calls do not hit in L2
   const int nsets = static_cast<int>(std::max<size_t>(1, std::min<size_t>(16, (4 * l2_bytes) / set_bytes + 1)));
   struct Set {
-    void *k, *s, *v;
+    void *k, *s, *v, *vs;
   };
   std::vector<Set> sets(nsets);
   for (int i = 0; i < nsets; ++i) {
@@ -191,7 +192,13 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
       fill(sets[i].s, c.batch * cap * sslot, 1, 21 + i);
     }
     CK(cudaMalloc(&sets[i].v, c.batch * cap * vslot));
-    fill(sets[i].v, c.batch * cap * vslot, c.vf == VFormat::q8_0 ? 3 : c.vf == VFormat::q4_0 ? 4 : 2, 31 + i);
+    const int vkind = c.vf == VFormat::q8_0 ? 3 : c.vf == VFormat::q4_0 ? 4 : c.vf == VFormat::q8_0_planar ? 0 : 2;
+    fill(sets[i].v, c.batch * cap * vslot, vkind, 31 + i);
+    sets[i].vs = nullptr;
+    if (vsrow) {
+      CK(cudaMalloc(&sets[i].vs, c.batch * cap * vsslot));
+      fill(sets[i].vs, c.batch * cap * vsslot, 1, 41 + i);
+    }
   }
   void *q, *o;
   int32_t* kvlen;
@@ -218,12 +225,14 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.k.block = 32;
   p.v.format = c.vf;
   p.v.strides = {cap * vslot, vslot, vrow};
+  p.v.scale_strides = {cap * vsslot, vsslot, vsrow};
   p.kv_len = kvlen;
   p.dot = c.dot;
   KernelChoice ch;
   p.k.data = sets[0].k;
   p.k.scales = packed ? sets[0].s : nullptr;
   p.v.data = sets[0].v;
+  p.v.scales = sets[0].vs;
   PK(select_kernel(p, 0, &ch));
   size_t ws = 0;
   PK(fa_workspace_bytes(p, 0, &ws));
@@ -239,6 +248,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
     p.k.data = s.k;
     p.k.scales = packed ? s.s : nullptr;
     p.v.data = s.v;
+    p.v.scales = s.vs;
     spin_kernel<<<1, 1>>>(40000);
     CK(cudaEventRecord(t.a));
     PK(fa_packed16_forward(p, nullptr));
@@ -252,7 +262,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   m.us = median(us);
   double keys = 0;
   for (int l : L) keys += l;
-  m.bytes = keys * (kslot + sslot + vslot) + 2.0 * qn * 2;
+  m.bytes = keys * (kslot + sslot + vslot + vsslot) + 2.0 * qn * 2;
   m.gbs = m.bytes / (m.us * 1e-6) / 1e9;
   m.splits = ch.num_splits;
   m.kernel = ch.name;
@@ -260,6 +270,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
     cudaFree(s.k);
     if (s.s) cudaFree(s.s);
     cudaFree(s.v);
+    if (s.vs) cudaFree(s.vs);
   }
   cudaFree(q);
   cudaFree(o);
@@ -420,7 +431,8 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n"
-                   "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0] [--no-baseline] [--splits N]\n");
+                   "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
+                   "                    [--splits N]\n");
       return 2;
     }
   }
@@ -443,11 +455,12 @@ int main(int argc, char** argv) {
     for (int kv : {4096, 32768, 131072})
       for (int nq : {1, 4})
         for (int batch : {1, 16})
-          for (VFormat vf : {VFormat::f16, VFormat::q8_0, VFormat::q4_0}) {
+          for (VFormat vf : {VFormat::f16, VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar}) {
             if (quick && (batch == 16 || kv == 32768)) continue;
             cases.push_back({128, 32, 8, nq, batch, kv, vf, KFormat::packed16});
           }
-    for (VFormat vf : {VFormat::f16, VFormat::q8_0, VFormat::q4_0}) cases.push_back({256, 24, 4, 1, 1, 131072, vf, KFormat::packed16});
+    for (VFormat vf : {VFormat::f16, VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar})
+      cases.push_back({256, 24, 4, 1, 1, 131072, vf, KFormat::packed16});
   }
   std::string rows;
   std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s  %s\n", "D", "H/G", "nq", "batch", "kv", "V",

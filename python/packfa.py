@@ -10,13 +10,15 @@
 
 Pointers are integers (device addresses, e.g. torch.Tensor.data_ptr()); strides follow
 api.hpp (Q/O in elements {seq, row, head}; K/V in bytes {seq, slot, head}).
-Enums: DTYPE f32/f16/bf16; K_FORMAT packed16/f16; V_FORMAT f16/bf16/q8_0/q4_0; DOT int8/f16.
+Enums: DTYPE f32/f16/bf16; K_FORMAT packed16/f16; V_FORMAT f16/bf16/q8_0/q4_0/q8_0_planar;
+DOT int8/f16. q8_0_planar V also needs its scale plane: v_scales / v_scale_strides
+(AttnParams), dst_scales / dst_scale_strides (QuantizeVParams).
 """
 import ctypes
 
 DTYPE = {"f32": 0, "f16": 1, "bf16": 2}
 K_FORMAT = {"packed16": 0, "f16": 1}
-V_FORMAT = {"f16": 0, "bf16": 1, "q8_0": 2, "q4_0": 3}
+V_FORMAT = {"f16": 0, "bf16": 1, "q8_0": 2, "q4_0": 3, "q8_0_planar": 4}
 DOT = {"int8": 0, "f16": 1}
 
 _i64x3 = ctypes.c_int64 * 3
@@ -41,6 +43,7 @@ class AttnParams(ctypes.Structure):
         ("softcap", ctypes.c_float), ("sinks", ctypes.c_void_p), ("alibi_max_bias", ctypes.c_float),
         ("lse", ctypes.c_void_p), ("dot", ctypes.c_int), ("num_splits", ctypes.c_int),
         ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t), ("pdl", ctypes.c_int),
+        ("v_scales", ctypes.c_void_p), ("v_scale_strides", _i64x3),  # appended (q8_0_planar)
     ]
 
     def __init__(self, **kw):
@@ -78,6 +81,7 @@ class QuantizeVParams(ctypes.Structure):
         ("src_token_stride", ctypes.c_int64), ("src_head_stride", ctypes.c_int64),
         ("v_format", ctypes.c_int), ("dst", ctypes.c_void_p), ("dst_strides", _i64x3),
         ("slots", ctypes.c_void_p), ("base_slot", ctypes.c_int64), ("pdl", ctypes.c_int),
+        ("dst_scales", ctypes.c_void_p), ("dst_scale_strides", _i64x3),  # appended (q8_0_planar)
     ]
 
     def __init__(self, **kw):

@@ -31,7 +31,7 @@ packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
   if (cp->q_type < 0 || cp->q_type > 2) return packfa::invalid("q_type", "unknown dtype");
   if (cp->o_type < 0 || cp->o_type > 2) return packfa::invalid("o_type", "unknown dtype");
   if (cp->k_format < 0 || cp->k_format > 1) return packfa::invalid("k_format", "unknown K format");
-  if (cp->v_format < 0 || cp->v_format > 3) return packfa::invalid("v_format", "unknown V format");
+  if (cp->v_format < 0 || cp->v_format >= packfa::kNumVFormats) return packfa::invalid("v_format", "unknown V format");
   if (cp->dot < 0 || cp->dot > 1) return packfa::invalid("dot", "unknown dot mode");
   packfa::AttnParams& p = *out;
   p.batch = cp->batch;
@@ -51,6 +51,8 @@ packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
   p.v.format = static_cast<packfa::VFormat>(cp->v_format);
   p.v.data = cp->v;
   p.v.strides = {cp->v_strides[0], cp->v_strides[1], cp->v_strides[2]};
+  p.v.scales = cp->v_scales;
+  p.v.scale_strides = {cp->v_scale_strides[0], cp->v_scale_strides[1], cp->v_scale_strides[2]};
   p.o = {static_cast<packfa::DType>(cp->o_type), cp->o, cp->o_strides[0], cp->o_strides[1], cp->o_strides[2]};
   p.kv_len = cp->kv_len;
   p.q_pos = cp->q_pos;
@@ -140,10 +142,13 @@ int packfa_quantize_v(const packfa_quantize_v_params* cp, void* stream, char* ms
       [&]() -> packfa::Status {
         packfa::QuantVParams p;
         PACKFA_TRY(source_to_cpp(cp, &p));
-        if (cp->v_format < 0 || cp->v_format > 3) return packfa::invalid("v_format", "unknown V format");
+        if (cp->v_format < 0 || cp->v_format >= packfa::kNumVFormats)
+          return packfa::invalid("v_format", "unknown V format");
         p.dst.format = static_cast<packfa::VFormat>(cp->v_format);
         p.dst.data = cp->dst;
         p.dst.strides = {cp->dst_strides[0], cp->dst_strides[1], cp->dst_strides[2]};
+        p.dst.scales = cp->dst_scales;
+        p.dst.scale_strides = {cp->dst_scale_strides[0], cp->dst_scale_strides[1], cp->dst_scale_strides[2]};
         p.slots = cp->slots;
         p.base_slot = cp->base_slot;
         p.pdl = cp->pdl;

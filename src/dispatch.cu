@@ -102,6 +102,7 @@ const char* vf_name(VFormat f) {
     case VFormat::bf16: return "bf16";
     case VFormat::q8_0: return "q8_0";
     case VFormat::q4_0: return "q4_0";
+    case VFormat::q8_0_planar: return "q8_0_planar";
   }
   return "?";
 }
@@ -316,6 +317,12 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   kp.v_slot = p.v.strides.slot;
   kp.v_head = p.v.strides.head;
   kp.v_width = copy_width(p.v.data, p.v.strides, v_row_bytes(p.v.format, p.head_dim));
+  const bool v_planar = p.v.format == VFormat::q8_0_planar;
+  kp.vs = v_planar ? static_cast<const char*>(p.v.scales) : kp.v;
+  kp.vs_seq = p.v.scale_strides.seq;
+  kp.vs_slot = p.v.scale_strides.slot;
+  kp.vs_head = p.v.scale_strides.head;
+  kp.vs_width = v_planar ? copy_width(p.v.scales, p.v.scale_strides, v_scale_row_bytes(p.v.format, p.head_dim)) : 16;
   kp.o = p.o.data;
   kp.o_type = static_cast<int>(p.o.type);
   kp.o_seq = p.o.seq_stride;
@@ -437,11 +444,15 @@ Status quantize_v(const QuantVParams& p, void* stream) {
   if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
   PACKFA_TRY(check_src(p.src_type, p.src, "src"));
   if (!p.dst.data) return invalid("dst.data", "null");
-  const bool ggml = p.dst.format == VFormat::q8_0 || p.dst.format == VFormat::q4_0;
-  if (static_cast<int>(p.dst.format) > 3) return invalid("dst.format", "unknown V format");
-  if (ggml && p.head_dim % 32) return invalid("head_dim", "q8_0/q4_0 need a multiple of 32");
-  if ((reinterpret_cast<uintptr_t>(p.dst.data) | p.dst.strides.slot | p.dst.strides.head) & 1)
-    return invalid("dst.strides", "rows must be 2-byte aligned");
+  if (static_cast<int>(p.dst.format) >= kNumVFormats) return invalid("dst.format", "unknown V format");
+  if (v_is_blocked(p.dst.format) && p.head_dim % 32)
+    return invalid("head_dim", "q8_0/q4_0/q8_0_planar need a multiple of 32");
+  const bool planar = p.dst.format == VFormat::q8_0_planar;
+  if ((reinterpret_cast<uintptr_t>(p.dst.data) | p.dst.strides.slot | p.dst.strides.head) & (planar ? 15 : 1))
+    return invalid("dst.strides", planar ? "q8_0_planar rows must be 16-byte aligned" : "rows must be 2-byte aligned");
+  if (planar && !p.dst.scales) return invalid("dst.scales", "null (q8_0_planar keeps its block scales there)");
+  if (planar && ((reinterpret_cast<uintptr_t>(p.dst.scales) | p.dst.scale_strides.slot | p.dst.scale_strides.head) & 1))
+    return invalid("dst.scale_strides", "scale rows must be 2-byte aligned");
   if (p.base_slot < 0) return invalid("base_slot", "negative");
   if (p.n_tokens == 0) return Status::Ok();
   device::QuantVKernelParams kp{};
@@ -456,6 +467,9 @@ Status quantize_v(const QuantVParams& p, void* stream) {
   kp.dst = static_cast<char*>(const_cast<void*>(p.dst.data));
   kp.dst_slot = p.dst.strides.slot;
   kp.dst_head = p.dst.strides.head;
+  kp.dst_scales = static_cast<char*>(const_cast<void*>(p.dst.scales));
+  kp.dscale_slot = p.dst.scale_strides.slot;
+  kp.dscale_head = p.dst.scale_strides.head;
   kp.slots = p.slots;
   kp.base_slot = p.base_slot;
   return detail::launch_quantize_v(kp, static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * ((p.head_dim + 31) / 32),

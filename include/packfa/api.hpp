@@ -35,8 +35,10 @@ struct KCache {
 
 struct VCache {
   VFormat format = VFormat::f16;
-  const void* data = nullptr;
+  const void* data = nullptr;    // rows of v_row_bytes(format, head_dim)
   Strides strides;
+  const void* scales = nullptr;  // q8_0_planar: fp16 scale plane (head_dim / 32 per row)
+  Strides scale_strides;
 };
 
 struct QTensor {  // element strides

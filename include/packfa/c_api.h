@@ -3,8 +3,10 @@
  * Returns 0 on success, else a packfa::Code; msg (optional) receives "code: field: why", the
  * field spelled as in api.hpp (k.block for k_block; dst.data for dst_payload / dst).
  * No exception crosses this boundary. Enums are ints with the C++ enum values:
- * dtype f32=0 f16=1 bf16=2; k_format packed16=0 f16=1; v_format f16=0 bf16=1 q8_0=2 q4_0=3;
- * dot int8=0 f16=1. Strides: q/o in elements {seq,row,head}; k/v in bytes {seq,slot,head}. */
+ * dtype f32=0 f16=1 bf16=2; k_format packed16=0 f16=1; v_format f16=0 bf16=1 q8_0=2 q4_0=3
+ * q8_0_planar=4; dot int8=0 f16=1. Strides: q/o in elements {seq,row,head}; k/v in bytes
+ * {seq,slot,head}. Fields added later are appended at the end of a struct, so the offsets of
+ * the older fields never move. */
 #ifndef PACKFA_C_API_H
 #define PACKFA_C_API_H
 
@@ -49,6 +51,9 @@ typedef struct packfa_attn_params {
   void* workspace;
   size_t workspace_bytes;
   int pdl;
+  /* v_format q8_0_planar: fp16 block scales (head_dim / 32 per row), byte strides */
+  const void* v_scales;
+  int64_t v_scale_strides[3];
 } packfa_attn_params;
 
 /* Pack-on-write of new K rows into packed16 planes. src: [token][kv_head][head_dim] in
@@ -73,7 +78,8 @@ typedef struct packfa_pack_k_params {
   int pdl;
 } packfa_pack_k_params;
 
-/* Quantize-on-write of new V rows (v_format q8_0 / q4_0, or an f16 / bf16 copy). */
+/* Quantize-on-write of new V rows (v_format q8_0 / q4_0 / q8_0_planar, or an f16 / bf16
+ * copy). q8_0_planar writes int8 rows to dst and their fp16 scales to dst_scales. */
 typedef struct packfa_quantize_v_params {
   int n_tokens, n_kv_heads, head_dim;
   int src_type;
@@ -85,6 +91,8 @@ typedef struct packfa_quantize_v_params {
   const int32_t* slots;
   int64_t base_slot;
   int pdl;
+  void* dst_scales;  /* q8_0_planar only */
+  int64_t dst_scale_strides[3];
 } packfa_quantize_v_params;
 
 const char* packfa_version(void);

@@ -15,7 +15,10 @@ namespace packfa {
 
 enum class DType : uint8_t { f32 = 0, f16 = 1, bf16 = 2 };
 enum class KFormat : uint8_t { packed16 = 0, f16 = 1 };
-enum class VFormat : uint8_t { f16 = 0, bf16 = 1, q8_0 = 2, q4_0 = 3 };
+// q8_0_planar: q8_0's numbers (the same quantization, bit for bit) in two planes like packed16
+// K: int8 rows of head_dim bytes (16-byte aligned) and a plane of fp16 block scales.
+enum class VFormat : uint8_t { f16 = 0, bf16 = 1, q8_0 = 2, q4_0 = 3, q8_0_planar = 4 };
+constexpr int kNumVFormats = 5;
 // How the kernel forms q·k: int8 Q × int8 K on the 4-way dot (default), or fp16 Q × K
 // (K dequantized), for users who do not want Q quantized.
 enum class DotMode : uint8_t { int8 = 0, f16 = 1 };
@@ -176,6 +179,16 @@ PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) 
   }
 }
 
+// q8_0_planar: block b of a row = scale d[b] + quants q[32b .. 32b + 31], exactly the bytes
+// q8_0_quantize_block writes (the scale first, then the quants), split over the two planes.
+PACKFA_HD void q8_0_planar_quantize_block(const float* x, int8_t* q /*32*/, uint16_t* d) {
+  uint8_t block[kQ8_0BlockBytes];
+  q8_0_quantize_block(x, block);
+  *d = static_cast<uint16_t>(block[0] | (block[1] << 8));
+  PACKFA_UNROLL
+  for (int i = 0; i < 32; ++i) q[i] = static_cast<int8_t>(block[2 + i]);
+}
+
 PACKFA_HD float q8_0_value(const uint8_t* block, int i) {
   const uint16_t d = static_cast<uint16_t>(block[0] | (block[1] << 8));
   return fp16_to_float(d) * static_cast<float>(static_cast<int8_t>(block[2 + i]));
@@ -194,8 +207,17 @@ PACKFA_HD constexpr int64_t v_row_bytes(VFormat f, int head_dim) {
     case VFormat::bf16: return 2 * static_cast<int64_t>(head_dim);
     case VFormat::q8_0: return static_cast<int64_t>(head_dim / kGgmlBlock) * kQ8_0BlockBytes;
     case VFormat::q4_0: return static_cast<int64_t>(head_dim / kGgmlBlock) * kQ4_0BlockBytes;
+    case VFormat::q8_0_planar: return head_dim;  // the int8 plane; scales: v_scale_row_bytes
   }
   return 0;
+}
+// Bytes of one row of the V scale plane (0: the format has none).
+PACKFA_HD constexpr int64_t v_scale_row_bytes(VFormat f, int head_dim) {
+  return f == VFormat::q8_0_planar ? 2 * static_cast<int64_t>(head_dim / kGgmlBlock) : 0;
+}
+// Formats quantized in ggml blocks of 32 (head_dim % 32 == 0).
+PACKFA_HD constexpr bool v_is_blocked(VFormat f) {
+  return f == VFormat::q8_0 || f == VFormat::q4_0 || f == VFormat::q8_0_planar;
 }
 // Bits per stored value (scales included).
 PACKFA_HD double k_bits_per_value(KFormat f, int block) {
@@ -205,7 +227,8 @@ PACKFA_HD double v_bits_per_value(VFormat f) {
   switch (f) {
     case VFormat::f16:
     case VFormat::bf16: return 16.0;
-    case VFormat::q8_0: return 8.5;
+    case VFormat::q8_0:
+    case VFormat::q8_0_planar: return 8.5;
     case VFormat::q4_0: return 4.5;
   }
   return 0;

@@ -44,13 +44,15 @@ void unsmooth_k_row(const double* x, const float* shift, const float* scale, int
 
 // Quantize/convert p.n_tokens × p.n_kv_heads V rows into p.dst (host pointers), same
 // addressing as pack_k_host with dst.strides: q8_0/q4_0 rows are head_dim/32 ggml blocks
-// (q8_0_quantize_block / q4_0_quantize_block); f16/bf16 rows are converted copies
-// (round to nearest even).
+// (q8_0_quantize_block / q4_0_quantize_block); q8_0_planar splits the same bytes over
+// dst.data (int8) and dst.scales (fp16, dst.scale_strides); f16/bf16 rows are converted
+// copies (round to nearest even).
 Status quantize_v_host(const QuantVParams& p);
 
-// Dequantize one V row of head_dim values stored in format f.
-void dequantize_v_row(VFormat f, const void* row, int head_dim, float* out);
-void dequantize_v_row(VFormat f, const void* row, int head_dim, double* out);
+// Dequantize one V row of head_dim values stored in format f (scale_row: the row of the
+// scale plane for q8_0_planar, ignored otherwise).
+void dequantize_v_row(VFormat f, const void* row, const void* scale_row, int head_dim, float* out);
+void dequantize_v_row(VFormat f, const void* row, const void* scale_row, int head_dim, double* out);
 
 // float(x) of one source element (f32 as is, f16/bf16 via format.hpp).
 inline float load_as_float(DType t, const void* base, int64_t index) {

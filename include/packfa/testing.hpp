@@ -17,6 +17,7 @@
 //   k.data (f16)        k_f16     (fp16)       rows of 2*D bytes, k_f16_strides
 //   k.smooth_scale      smooth_scale (float)   [n_kv_heads][D] (packed16 only; null if off)
 //   v.data              v_planes[int(fmt)]     rows of v_row_bytes(fmt, D), v_strides[int(fmt)]
+//   v.scales            v_scale_plane (fp16)   q8_0_planar: rows of D/32 fp16, v_scale_strides
 //   kv_len              kv_len   (int32)       [batch]
 //   q_pos               q_pos    (int32)       [batch][nq] (null unless cfg.explicit_q_pos)
 //   mask                mask     (fp16)        [batch][nq][capacity]: row stride capacity,
@@ -114,8 +115,9 @@ struct HostProblem {
   int64_t pack_nonfinite = 0, pack_overflow = 0;
 
   std::vector<float> v_values;    // the true V (fp16-representable), [batch][capacity][G][D]
-  aligned_vector<uint8_t> v_planes[4];  // indexed by int(VFormat): f16, bf16, q8_0, q4_0
-  Strides v_strides[4];
+  aligned_vector<uint8_t> v_planes[kNumVFormats];  // indexed by int(VFormat): f16, bf16, q8_0, q4_0, q8_0_planar
+  Strides v_strides[kNumVFormats];
+  aligned_vector<uint8_t> v_scale_plane;  Strides v_scale_strides;  // q8_0_planar's scales
 
   aligned_vector<int32_t> kv_len;
   aligned_vector<int32_t> q_pos;

@@ -8,7 +8,8 @@ namespace {
 
 bool valid_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 bool valid_vformat(VFormat f) {
-  return f == VFormat::f16 || f == VFormat::bf16 || f == VFormat::q8_0 || f == VFormat::q4_0;
+  return f == VFormat::f16 || f == VFormat::bf16 || f == VFormat::q8_0 || f == VFormat::q4_0 ||
+         f == VFormat::q8_0_planar;
 }
 
 Status check_strides(const char* name, const Strides& s) {
@@ -47,9 +48,15 @@ Status unpack_k_impl(const KCache& k, int head_dim, int64_t seq, int64_t slot, i
 }
 
 template <class T>
-void dequant_v_impl(VFormat f, const void* row, int d, T* out) {
+void dequant_v_impl(VFormat f, const void* row, const void* scale_row, int d, T* out) {
   const uint8_t* b = static_cast<const uint8_t*>(row);
   switch (f) {
+    case VFormat::q8_0_planar: {
+      const uint16_t* sc = static_cast<const uint16_t*>(scale_row);
+      for (int c = 0; c < d; ++c)
+        out[c] = static_cast<T>(fp16_to_float(sc[c / 32]) * static_cast<float>(reinterpret_cast<const int8_t*>(b)[c]));
+      return;
+    }
     case VFormat::f16:
       for (int c = 0; c < d; ++c) out[c] = static_cast<T>(fp16_to_float(static_cast<const uint16_t*>(row)[c]));
       return;
@@ -149,15 +156,18 @@ Status quantize_v_host(const QuantVParams& p) {
   if (p.head_dim < 1) return invalid("head_dim", "must be >= 1");
   if (!valid_dtype(p.src_type)) return invalid("src_type", "unknown dtype");
   if (!valid_vformat(p.dst.format)) return invalid("dst.format", "unknown format");
-  const bool ggml = p.dst.format == VFormat::q8_0 || p.dst.format == VFormat::q4_0;
-  if (ggml && p.head_dim % kGgmlBlock) return invalid("head_dim", "q8_0/q4_0 need a multiple of 32");
+  const bool planar = p.dst.format == VFormat::q8_0_planar;
+  if (v_is_blocked(p.dst.format) && p.head_dim % kGgmlBlock)
+    return invalid("head_dim", "q8_0/q4_0/q8_0_planar need a multiple of 32");
   if (p.src_token_stride < 0) return invalid("src_token_stride", "must be >= 0");
   if (p.src_head_stride < 0) return invalid("src_head_stride", "must be >= 0");
   PACKFA_TRY(check_strides("dst.strides", p.dst.strides));
+  if (planar) PACKFA_TRY(check_strides("dst.scale_strides", p.dst.scale_strides));
   if (p.base_slot < 0) return invalid("base_slot", "must be >= 0");
   if (p.n_tokens == 0) return Status::Ok();
   if (!p.src) return invalid("src", "is null");
   if (!p.dst.data) return invalid("dst.data", "is null");
+  if (planar && !p.dst.scales) return invalid("dst.scales", "is null");
   if (p.slots)
     for (int t = 0; t < p.n_tokens; ++t)
       if (p.slots[t] < 0) return invalid("slots", "slot " + std::to_string(t) + " is negative");
@@ -184,13 +194,24 @@ Status quantize_v_host(const QuantVParams& p) {
         case VFormat::q4_0:
           for (int b = 0; b < d / 32; ++b) q4_0_quantize_block(x.data() + 32 * b, row + b * kQ4_0BlockBytes);
           break;
+        case VFormat::q8_0_planar: {
+          uint16_t* sc = reinterpret_cast<uint16_t*>(static_cast<char*>(const_cast<void*>(p.dst.scales)) +
+                                                     slot * p.dst.scale_strides.slot + g * p.dst.scale_strides.head);
+          for (int b = 0; b < d / 32; ++b)
+            q8_0_planar_quantize_block(x.data() + 32 * b, reinterpret_cast<int8_t*>(row) + 32 * b, sc + b);
+          break;
+        }
       }
     }
   }
   return Status::Ok();
 }
 
-void dequantize_v_row(VFormat f, const void* row, int head_dim, float* out) { dequant_v_impl(f, row, head_dim, out); }
-void dequantize_v_row(VFormat f, const void* row, int head_dim, double* out) { dequant_v_impl(f, row, head_dim, out); }
+void dequantize_v_row(VFormat f, const void* row, const void* scale_row, int head_dim, float* out) {
+  dequant_v_impl(f, row, scale_row, head_dim, out);
+}
+void dequantize_v_row(VFormat f, const void* row, const void* scale_row, int head_dim, double* out) {
+  dequant_v_impl(f, row, scale_row, head_dim, out);
+}
 
 }  // namespace packfa

@@ -38,7 +38,9 @@ Status check(const AttnParams& p, RefMode mode) {
     case VFormat::bf16: break;
     case VFormat::q8_0:
     case VFormat::q4_0:
-      if (p.head_dim % kGgmlBlock) return invalid("head_dim", "q8_0/q4_0 V needs a multiple of 32");
+    case VFormat::q8_0_planar:
+      if (p.head_dim % kGgmlBlock) return invalid("head_dim", "q8_0/q4_0/q8_0_planar V needs a multiple of 32");
+      if (p.v.format == VFormat::q8_0_planar && !p.v.scales) return invalid("v.scales", "is null");
       break;
     default: return invalid("v.format", "unknown format");
   }
@@ -238,7 +240,10 @@ Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double
           const double pj = std::exp(logits[j] - l);
           const char* vr = static_cast<const char*>(p.v.data) + b * p.v.strides.seq + j * p.v.strides.slot +
                            g * p.v.strides.head;
-          dequantize_v_row(p.v.format, vr, d, vrow.data());
+          const char* vsr = p.v.scales ? static_cast<const char*>(p.v.scales) + b * p.v.scale_strides.seq +
+                                             j * p.v.scale_strides.slot + g * p.v.scale_strides.head
+                                       : nullptr;
+          dequantize_v_row(p.v.format, vr, vsr, d, vrow.data());
           for (int c = 0; c < d; ++c) out[c] += pj * vrow[c];
         }
       }

@@ -72,6 +72,10 @@ AttnParams HostProblem::make_params(KFormat kf, VFormat vf) const {
   p.v.format = vf;
   p.v.data = v_planes[static_cast<int>(vf)].data();
   p.v.strides = v_strides[static_cast<int>(vf)];
+  if (vf == VFormat::q8_0_planar) {
+    p.v.scales = v_scale_plane.data();
+    p.v.scale_strides = v_scale_strides;
+  }
   p.kv_len = kv_len.data();
   p.q_pos = q_pos.empty() ? nullptr : q_pos.data();
   p.scale = cfg.scale;
@@ -103,8 +107,7 @@ Status make_problem(const ProblemConfig& cfg, HostProblem* out) {
   if (!cfg.kv_lens.empty() && static_cast<int>(cfg.kv_lens.size()) != cfg.batch)
     return invalid("kv_lens", "must have batch entries");
   const bool ggml_v_ok = cfg.head_dim % 32 == 0;
-  if (!ggml_v_ok && (cfg.v_format == VFormat::q8_0 || cfg.v_format == VFormat::q4_0))
-    return invalid("v_format", "q8_0/q4_0 need head_dim % 32 == 0");
+  if (!ggml_v_ok && v_is_blocked(cfg.v_format)) return invalid("v_format", "q8_0/q4_0/q8_0_planar need head_dim % 32 == 0");
 
   HostProblem& hp = *out;
   hp = HostProblem();
@@ -212,11 +215,16 @@ Status make_problem(const ProblemConfig& cfg, HostProblem* out) {
   }
 
   // ---- V planes ----------------------------------------------------------------------
-  for (int f = 0; f < 4; ++f) {
+  for (int f = 0; f < kNumVFormats; ++f) {
     const VFormat vf = static_cast<VFormat>(f);
-    if (!ggml_v_ok && (vf == VFormat::q8_0 || vf == VFormat::q4_0)) continue;
+    if (!ggml_v_ok && v_is_blocked(vf)) continue;
     hp.v_strides[f] = plane_strides(v_row_bytes(vf, D), G, C, cfg.slot_pad_bytes);
     hp.v_planes[f].assign(hp.v_strides[f].seq * B, 0);
+    const bool planar = vf == VFormat::q8_0_planar;
+    if (planar) {
+      hp.v_scale_strides = plane_strides(v_scale_row_bytes(vf, D), G, C, cfg.slot_pad_bytes);
+      hp.v_scale_plane.assign(hp.v_scale_strides.seq * B, 0);
+    }
     for (int b = 0; b < B; ++b) {
       QuantVParams qv;
       qv.n_tokens = C;
@@ -229,6 +237,10 @@ Status make_problem(const ProblemConfig& cfg, HostProblem* out) {
       qv.dst.format = vf;
       qv.dst.data = hp.v_planes[f].data() + b * hp.v_strides[f].seq;
       qv.dst.strides = hp.v_strides[f];
+      if (planar) {
+        qv.dst.scales = hp.v_scale_plane.data() + b * hp.v_scale_strides.seq;
+        qv.dst.scale_strides = hp.v_scale_strides;
+      }
       PACKFA_TRY(quantize_v_host(qv));
     }
   }
@@ -255,6 +267,7 @@ Status make_problem(const ProblemConfig& cfg, HostProblem* out) {
               uint8_t* row = hp.v_planes[f].data() + b * hp.v_strides[f].seq + j * hp.v_strides[f].slot + g * hp.v_strides[f].head;
               for (int blk = 0; blk < D / 32; ++blk) std::memcpy(row + blk * bb, &nan16, 2);
             }
+            fill16(hp.v_scale_plane, hp.v_scale_strides, b, j, g, D / 32);
           }
         }
   }

@@ -82,6 +82,14 @@ Status validate(const AttnParams& p) {
       if (!aligned(p.v.data, 16)) return invalid("v.data", "must be 16-byte aligned");
       PACKFA_TRY(check_strides("v.strides", p.v.strides, 16));
       break;
+    case VFormat::q8_0_planar:
+      if (d % kGgmlBlock) return invalid("v.format", "q8_0_planar needs head_dim % 32 == 0");
+      if (!aligned(p.v.data, 16)) return invalid("v.data", "must be 16-byte aligned");
+      PACKFA_TRY(check_strides("v.strides", p.v.strides, 16));
+      if (!p.v.scales) return invalid("v.scales", "is null (q8_0_planar keeps its block scales there)");
+      if (!aligned(p.v.scales, 2)) return invalid("v.scales", "must be 2-byte aligned");
+      PACKFA_TRY(check_strides("v.scale_strides", p.v.scale_strides, 2));
+      break;
     default: return invalid("v.format", "unknown format");
   }
 

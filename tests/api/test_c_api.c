@@ -53,6 +53,28 @@ int main(void) {
   EXPECT(strstr(msg, "v_format") != NULL);
 
   p = good();
+  p.v_format = 5; /* one past q8_0_planar */
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "v_format") != NULL);
+
+  /* q8_0_planar (4): 16-byte aligned int8 rows plus the appended v_scales plane. A null plane
+   * is named; a bad stride in the last field proves the appended fields are mapped. */
+  p = good();
+  p.v_format = 4; p.v_strides[1] = 256; p.v_strides[2] = 128;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "v.scales") != NULL);
+  p.v_scales = (const void*)0x58001;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "v.scales") != NULL);
+  p.v_scales = (const void*)0x58000; p.v_scale_strides[1] = 16; p.v_scale_strides[2] = 9;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "v.scale_strides.head") != NULL);
+  p.v_scale_strides[2] = 8; /* now valid: a later field is the first bad one */
+  p.pdl = 5;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "pdl") != NULL);
+
+  p = good();
   p.k_block = 24;
   EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
   EXPECT(strstr(msg, "k.block") != NULL);
@@ -126,6 +148,17 @@ int main(void) {
     b.v_format = 8;
     EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
     EXPECT(strstr(msg, "v_format") != NULL);
+    b = v;
+    b.v_format = 5;
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "v_format") != NULL);
+    b = v;
+    b.v_format = 4; b.dst_strides[1] = 256; b.dst_strides[2] = 128; /* q8_0_planar without dst_scales */
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "dst.scales") != NULL);
+    b.dst_scales = (void*)0x30000; b.dst_scale_strides[1] = 16; b.dst_scale_strides[2] = 7;
+    EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "dst.scale_strides") != NULL);
     b = v;
     b.head_dim = 80; /* q8_0 blocks need a multiple of 32 */
     EXPECT(packfa_quantize_v(&b, NULL, msg, sizeof msg) == 1);

@@ -41,6 +41,12 @@ expect_error("window", window=-1)
 expect_error("softcap", softcap=-1.0)
 expect_error("num_splits", num_splits=-1)
 expect_error("pdl", pdl=5)
+# q8_0_planar: the appended v_scales / v_scale_strides are the struct's last fields
+PLANAR = dict(v_format=packfa.V_FORMAT["q8_0_planar"], v_strides=(0, 256, 128))
+expect_error("v.scales", **PLANAR)
+expect_error("v.scales", **PLANAR, v_scales=0x58001)
+expect_error("v.scale_strides.head", **PLANAR, v_scales=0x58000, v_scale_strides=(0, 16, 9))
+expect_error("v_format", v_format=5)
 
 
 def expect(field, fn, params):
@@ -78,6 +84,10 @@ expect("base_slot", packfa.pack_k, good_k(base_slot=-1))
 expect("dst.scales", packfa.pack_k, good_k(dst_scales=None))
 expect("v_format", packfa.quantize_v, good_v(v_format=9))
 expect("base_slot", packfa.quantize_v, good_v(base_slot=-2))
+expect("dst.scales", packfa.quantize_v, good_v(v_format=packfa.V_FORMAT["q8_0_planar"], dst_strides=(0, 256, 128)))
+expect("dst.scale_strides", packfa.quantize_v,
+       good_v(v_format=packfa.V_FORMAT["q8_0_planar"], dst_strides=(0, 256, 128), dst_scales=0x30000,
+              dst_scale_strides=(0, 16, 7)))
 packfa.pack_k(lib, good_k(n_tokens=0))      # nothing to do: ok without a device
 packfa.quantize_v(lib, good_v(n_tokens=0))
 print("python ctypes: all checks passed")

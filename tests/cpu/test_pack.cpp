@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "packfa/pack.hpp"
@@ -42,6 +43,39 @@ Packed pack_rows(const std::vector<float>& x, int n_tokens, int G, int D, int B,
   p.smooth_shift = m;
   REQUIRE(pack_k_host(p, &r.st).ok());
   return r;
+}
+
+// s is an invalid_argument whose message starts with "field:".
+void expect_field(const Status& s, const std::string& field) {
+  INFO("status: " << s.to_string());
+  CHECK(s.code() == Code::invalid_argument);
+  CHECK(s.message().rfind(field + ":", 0) == 0);
+}
+
+// Random V source values with per-block magnitudes spread over ~3 decades, so block scales
+// differ; block 1 of row 1 is all zeros (d = 0). Layout [token][head][D], f32.
+std::vector<float> random_v_source(int T, int G, int D, uint64_t seed) {
+  std::vector<float> x(static_cast<size_t>(T) * G * D);
+  SynthRng rng(seed);
+  for (size_t r = 0; r < x.size() / 32; ++r) {
+    const double mag = std::pow(10.0, 3.0 * rng.uniform() - 1.0);
+    for (size_t i = 0; i < 32; ++i) x[32 * r + i] = static_cast<float>(mag * rng.normal());
+  }
+  for (int c = 32; c < 64; ++c) x[static_cast<size_t>(1) * D + c] = 0.0f;
+  return x;
+}
+
+// q8_0 rows of x quantized by quantize_v_host into a dense [token][head] array of
+// head_dim / 32 blocks of 34 bytes (the ggml layout the planar format must reproduce).
+std::vector<uint8_t> q8_0_rows(const std::vector<float>& x, int T, int G, int D) {
+  const int64_t rb = v_row_bytes(VFormat::q8_0, D);
+  std::vector<uint8_t> out(static_cast<size_t>(T) * G * rb);
+  QuantVParams p;
+  p.n_tokens = T; p.n_kv_heads = G; p.head_dim = D; p.src_type = DType::f32; p.src = x.data();
+  p.src_token_stride = static_cast<int64_t>(G) * D; p.src_head_stride = D;
+  p.dst.format = VFormat::q8_0; p.dst.data = out.data(); p.dst.strides.slot = G * rb; p.dst.strides.head = rb;
+  REQUIRE(quantize_v_host(p).ok());
+  return out;
 }
 
 }  // namespace
@@ -241,7 +275,7 @@ TEST_CASE("q8_0 block bytes by hand (ggml rules)", "[pack][v]") {
   expect[33] = 0x40;                                                      // 64
   CHECK(std::memcmp(blk, expect, 34) == 0);
   std::vector<double> back(32);
-  dequantize_v_row(VFormat::q8_0, blk, 32, back.data());
+  dequantize_v_row(VFormat::q8_0, blk, nullptr, 32, back.data());
   CHECK(back[5] == -3.0);
   CHECK(back[31] == 64.0);
 }
@@ -260,7 +294,7 @@ TEST_CASE("q4_0 block bytes by hand (ggml rules and nibble order)", "[pack][v]")
                               0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88};
   CHECK(std::memcmp(blk, expect, 18) == 0);
   std::vector<float> back(32);
-  dequantize_v_row(VFormat::q4_0, blk, 32, back.data());
+  dequantize_v_row(VFormat::q4_0, blk, nullptr, 32, back.data());
   CHECK(back[0] == -8.0f);
   CHECK(back[1] == 7.0f);
   CHECK(back[16] == 3.0f);
@@ -277,22 +311,27 @@ TEST_CASE("q4_0 block bytes by hand (ggml rules and nibble order)", "[pack][v]")
   CHECK(blk[3] == 0x8c);  // n1 = (int)(4 + 8.5) = 12
 }
 
-TEST_CASE("V f16/bf16 conversions and q8_0/q4_0 error bounds", "[pack][v]") {
+TEST_CASE("V f16/bf16 conversions and q8_0/q4_0/q8_0_planar error bounds", "[pack][v]") {
   const int D = 128, T = 5;
   std::vector<float> x(T * D);
   SynthRng rng(5);
   for (auto& v : x) v = static_cast<float>(rng.normal());
-  for (int f = 0; f < 4; ++f) {
+  for (int f = 0; f < kNumVFormats; ++f) {
     const VFormat vf = static_cast<VFormat>(f);
-    const int64_t rb = v_row_bytes(vf, D);
+    const int64_t rb = v_row_bytes(vf, D), srb = v_scale_row_bytes(vf, D);
     std::vector<uint8_t> buf(T * rb);
+    std::vector<uint16_t> scales(T * srb / 2);  // empty unless the format has a scale plane
     QuantVParams p;
     p.n_tokens = T; p.n_kv_heads = 1; p.head_dim = D; p.src_type = DType::f32; p.src = x.data();
     p.src_token_stride = D; p.dst.format = vf; p.dst.data = buf.data(); p.dst.strides.slot = rb;
+    if (srb) {
+      p.dst.scales = scales.data();
+      p.dst.scale_strides.slot = srb;
+    }
     REQUIRE(quantize_v_host(p).ok());
     for (int t = 0; t < T; ++t) {
       std::vector<double> back(D);
-      dequantize_v_row(vf, buf.data() + t * rb, D, back.data());
+      dequantize_v_row(vf, buf.data() + t * rb, srb ? scales.data() + t * srb / 2 : nullptr, D, back.data());
       for (int b = 0; b < D / 32; ++b) {
         float amax = 0;
         for (int c = 32 * b; c < 32 * b + 32; ++c) amax = std::fmax(amax, std::fabs(x[t * D + c]));
@@ -300,10 +339,121 @@ TEST_CASE("V f16/bf16 conversions and q8_0/q4_0 error bounds", "[pack][v]") {
           const double err = std::fabs(back[c] - x[t * D + c]);
           if (vf == VFormat::f16) CHECK(back[c] == fp16_to_float(fp16_from_float(x[t * D + c])));
           if (vf == VFormat::bf16) CHECK(back[c] == bf16_to_float(bf16_from_float(x[t * D + c])));
-          if (vf == VFormat::q8_0) CHECK(err <= amax / 127 * 0.51 + 1e-3 * amax);
+          if (vf == VFormat::q8_0 || vf == VFormat::q8_0_planar) CHECK(err <= amax / 127 * 0.51 + 1e-3 * amax);
           if (vf == VFormat::q4_0) CHECK(err <= amax / 8 * 1.01 + 1e-3 * amax);
         }
       }
     }
   }
+}
+
+TEST_CASE("q8_0_planar: quantize_v_host writes q8_0's bytes split over two planes", "[pack][v]") {
+  // Payload byte 32b + i of a row is q8_0 block b's byte 2 + i; scale element b is q8_0
+  // block b's bytes 0..1 (little-endian fp16 d). Scattered slots and base_slot addressing,
+  // padded slot strides; bytes outside the written rows stay untouched.
+  const int T = 5, G = 2, n_slots = 9;
+  const int32_t slots[T] = {7, 2, 0, 5, 8};
+  const int64_t base_slot = 3;
+  const uint8_t payload_fill = 0xab;
+  const uint16_t scale_fill = 0xcdcd;
+  for (int D : {64, 128, 256}) {
+    const int nb = D / 32;
+    const std::vector<float> x = random_v_source(T, G, D, 40 + D);
+    const std::vector<uint8_t> ref = q8_0_rows(x, T, G, D);
+    for (bool use_slots : {true, false}) {
+      INFO("D = " << D << (use_slots ? ", slots[]" : ", base_slot"));
+      const int64_t pay_head = D, pay_slot = G * pay_head + 48;    // 48 pad bytes, rows stay 16-aligned
+      const int64_t sc_head = 2 * nb, sc_slot = G * sc_head + 6;   // 3 pad scales
+      std::vector<uint8_t> payload(n_slots * pay_slot, payload_fill);
+      std::vector<uint16_t> scales(n_slots * sc_slot / 2, scale_fill);
+      QuantVParams p;
+      p.n_tokens = T; p.n_kv_heads = G; p.head_dim = D; p.src_type = DType::f32; p.src = x.data();
+      p.src_token_stride = static_cast<int64_t>(G) * D; p.src_head_stride = D;
+      p.dst.format = VFormat::q8_0_planar;
+      p.dst.data = payload.data(); p.dst.strides.slot = pay_slot; p.dst.strides.head = pay_head;
+      p.dst.scales = scales.data(); p.dst.scale_strides.slot = sc_slot; p.dst.scale_strides.head = sc_head;
+      if (use_slots) p.slots = slots;
+      else p.base_slot = base_slot;
+      REQUIRE(quantize_v_host(p).ok());
+
+      std::vector<bool> payload_written(payload.size(), false), scale_written(scales.size(), false);
+      int64_t bad_payload = 0, bad_scale = 0;
+      for (int t = 0; t < T; ++t) {
+        const int64_t slot = use_slots ? slots[t] : base_slot + t;
+        for (int g = 0; g < G; ++g) {
+          const uint8_t* ref_row = ref.data() + static_cast<size_t>(t * G + g) * nb * kQ8_0BlockBytes;
+          const int64_t prow = slot * pay_slot + g * pay_head, srow = (slot * sc_slot + g * sc_head) / 2;
+          for (int b = 0; b < nb; ++b) {
+            const uint8_t* blk = ref_row + b * kQ8_0BlockBytes;
+            for (int i = 0; i < 32; ++i) {
+              if (payload[prow + 32 * b + i] != blk[2 + i]) ++bad_payload;
+              payload_written[prow + 32 * b + i] = true;
+            }
+            if (scales[srow + b] != static_cast<uint16_t>(blk[0] | (blk[1] << 8))) ++bad_scale;
+            scale_written[srow + b] = true;
+          }
+        }
+      }
+      CHECK(bad_payload == 0);
+      CHECK(bad_scale == 0);
+      int64_t touched = 0;
+      for (size_t i = 0; i < payload.size(); ++i) touched += !payload_written[i] && payload[i] != payload_fill;
+      for (size_t i = 0; i < scales.size(); ++i) touched += !scale_written[i] && scales[i] != scale_fill;
+      CHECK(touched == 0);
+    }
+  }
+}
+
+TEST_CASE("q8_0_planar: dequantize_v_row equals q8_0's for the same source values", "[pack][v]") {
+  const int T = 3, G = 2;
+  for (int D : {64, 128, 256}) {
+    INFO("D = " << D);
+    const int nb = D / 32;
+    const std::vector<float> x = random_v_source(T, G, D, 70 + D);
+    const std::vector<uint8_t> ref = q8_0_rows(x, T, G, D);
+    // planar rows, dense: row r at payload r*D, scales r*nb
+    std::vector<int8_t> payload(static_cast<size_t>(T) * G * D);
+    std::vector<uint16_t> scales(static_cast<size_t>(T) * G * nb);
+    QuantVParams p;
+    p.n_tokens = T; p.n_kv_heads = G; p.head_dim = D; p.src_type = DType::f32; p.src = x.data();
+    p.src_token_stride = static_cast<int64_t>(G) * D; p.src_head_stride = D;
+    p.dst.format = VFormat::q8_0_planar;
+    p.dst.data = payload.data(); p.dst.strides.slot = G * D; p.dst.strides.head = D;
+    p.dst.scales = scales.data(); p.dst.scale_strides.slot = 2 * G * nb; p.dst.scale_strides.head = 2 * nb;
+    REQUIRE(quantize_v_host(p).ok());
+    int64_t bad_f = 0, bad_d = 0, nonzero = 0;
+    for (int r = 0; r < T * G; ++r) {
+      std::vector<float> want_f(D), got_f(D);
+      std::vector<double> want_d(D), got_d(D);
+      const uint8_t* q8_row = ref.data() + static_cast<size_t>(r) * nb * kQ8_0BlockBytes;
+      dequantize_v_row(VFormat::q8_0, q8_row, nullptr, D, want_f.data());
+      dequantize_v_row(VFormat::q8_0, q8_row, nullptr, D, want_d.data());
+      dequantize_v_row(VFormat::q8_0_planar, payload.data() + r * D, scales.data() + r * nb, D, got_f.data());
+      dequantize_v_row(VFormat::q8_0_planar, payload.data() + r * D, scales.data() + r * nb, D, got_d.data());
+      for (int c = 0; c < D; ++c) {
+        bad_f += got_f[c] != want_f[c];
+        bad_d += got_d[c] != want_d[c];
+        nonzero += want_d[c] != 0.0;
+      }
+    }
+    CHECK(bad_f == 0);
+    CHECK(bad_d == 0);
+    CHECK(nonzero > T * G * D / 2);  // the comparison is not between all-zero rows
+  }
+}
+
+TEST_CASE("quantize_v_host q8_0_planar names the bad field", "[pack][v]") {
+  std::vector<float> x(64, 1.0f);
+  std::vector<uint8_t> data(128);
+  std::vector<uint16_t> scales(2);
+  QuantVParams v;
+  v.n_tokens = 1; v.n_kv_heads = 1; v.head_dim = 64; v.src_type = DType::f32; v.src = x.data();
+  v.dst.format = VFormat::q8_0_planar; v.dst.data = data.data(); v.dst.scales = scales.data();
+  REQUIRE(quantize_v_host(v).ok());
+  { auto c = v; c.dst.scales = nullptr; expect_field(quantize_v_host(c), "dst.scales"); }
+  for (int d : {48, 80, 16}) { auto c = v; c.head_dim = d; expect_field(quantize_v_host(c), "head_dim"); }
+  { auto c = v; c.dst.scale_strides.slot = -2; expect_field(quantize_v_host(c), "dst.scale_strides.slot"); }
+  { auto c = v; c.dst.data = nullptr; expect_field(quantize_v_host(c), "dst.data"); }
+  // the other formats have no scale plane: a null dst.scales is fine for them
+  { auto c = v; c.dst.format = VFormat::q8_0; c.dst.scales = nullptr; CHECK(quantize_v_host(c).ok()); }
 }

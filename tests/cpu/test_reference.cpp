@@ -59,7 +59,7 @@ void fill_v_scalar(Tiny& t, int b, int g, const std::vector<float>& val) {
 }  // namespace
 
 TEST_CASE("reference == textbook softmax(QK^T scale)V to 1e-12 (exact mode, f16 K)", "[ref]") {
-  for (VFormat vf : {VFormat::f16, VFormat::q8_0}) {
+  for (VFormat vf : {VFormat::f16, VFormat::q8_0, VFormat::q8_0_planar}) {
     ProblemConfig c;
     c.batch = 2; c.nq = 3; c.n_q_heads = 4; c.n_kv_heads = 2; c.head_dim = 64; c.kv_len = 37;
     c.q_type = DType::f32; c.k_format = KFormat::f16; c.v_format = vf; c.causal = false; c.seed = 3;
@@ -79,7 +79,11 @@ TEST_CASE("reference == textbook softmax(QK^T scale)V to 1e-12 (exact mode, f16 
           for (int d = 0; d < D; ++d) k[j * D + d] = hp.k_values[((b * hp.capacity + j) * G + g) * D + d];
           const uint8_t* row = hp.v_planes[static_cast<int>(vf)].data() + b * hp.v_strides[static_cast<int>(vf)].seq +
                                j * hp.v_strides[static_cast<int>(vf)].slot + g * hp.v_strides[static_cast<int>(vf)].head;
-          dequantize_v_row(vf, row, D, v.data() + j * D);
+          const uint8_t* scale_row = vf == VFormat::q8_0_planar
+                                         ? hp.v_scale_plane.data() + b * hp.v_scale_strides.seq +
+                                               j * hp.v_scale_strides.slot + g * hp.v_scale_strides.head
+                                         : nullptr;
+          dequantize_v_row(vf, row, scale_row, D, v.data() + j * D);
         }
         naive_attention(3, L, D, D, q.data(), k.data(), v.data(), 1.0 / 8.0, on.data(), ln.data());
         for (int i = 0; i < 3; ++i) {

@@ -23,6 +23,15 @@ AttnParams good() {
   return p;
 }
 
+// good() with a q8_0_planar V: 128 int8 per row (16-aligned rows), 4 fp16 scales per row.
+AttnParams good_planar() {
+  AttnParams p = good();
+  p.v.format = VFormat::q8_0_planar;
+  p.v.data = fake(0x50000); p.v.strides = {1 << 20, 256, 128};
+  p.v.scales = fake(0x58002); p.v.scale_strides = {1 << 16, 18, 8};
+  return p;
+}
+
 void expect_field(const AttnParams& p, const std::string& field) {
   const Status s = validate(p);
   INFO("status: " << s.to_string());
@@ -50,6 +59,7 @@ TEST_CASE("validate accepts good params (packed16 and f16 K, every V format)", "
   p.v.format = VFormat::q8_0;
   p.v.strides = {1 << 20, 272, 136};
   CHECK(validate(p).ok());
+  CHECK(validate(good_planar()).ok());
   p.workspace = const_cast<void*>(fake(0x70000));
   p.workspace_bytes = 4096;
   p.pdl = 1;
@@ -114,6 +124,24 @@ TEST_CASE("validate: V cache", "[validate]") {
   p = good(); p.v.format = VFormat::f16; expect_field(p, "v.data");  // 0x50002 not 16-aligned
   p = good(); p.v.format = VFormat::bf16; p.v.data = fake(0x50000); p.v.strides.head = 72;
   expect_field(p, "v.strides.head");
+}
+
+TEST_CASE("validate: q8_0_planar V (16-aligned int8 rows, fp16 scale plane)", "[validate]") {
+  AttnParams p;
+  p = good_planar(); REQUIRE(validate(p).ok());
+  p = good_planar(); p.v.scales = nullptr; expect_field(p, "v.scales");
+  p = good_planar(); p.v.scales = fake(0x58001); expect_field(p, "v.scales");
+  p = good_planar(); p.v.data = fake(0x50008); expect_field(p, "v.data");  // 8-aligned is not enough
+  p = good_planar(); p.v.strides.slot = 264; expect_field(p, "v.strides.slot");
+  p = good_planar(); p.v.strides.head = 136; expect_field(p, "v.strides.head");
+  p = good_planar(); p.v.scale_strides.slot = 17; expect_field(p, "v.scale_strides.slot");
+  p = good_planar(); p.v.scale_strides.head = 9; expect_field(p, "v.scale_strides.head");
+  p = good_planar(); p.v.scale_strides.seq = -2; expect_field(p, "v.scale_strides.seq");
+  p = good_planar(); p.head_dim = 80; p.k.block = 16; expect_field(p, "v.format");  // blocks of 32
+  p = good_planar(); p.head_dim = 112; p.k.block = 16; expect_field(p, "v.format");
+  for (int d : {64, 96, 256}) { p = good_planar(); p.head_dim = d; CHECK(validate(p).ok()); }
+  // the scale plane belongs to q8_0_planar: the other formats ignore v.scales
+  p = good(); p.v.scales = fake(0x58001); p.v.scale_strides = {1, 1, 1}; CHECK(validate(p).ok());
 }
 
 TEST_CASE("validate: options", "[validate]") {

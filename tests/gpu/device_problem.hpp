@@ -75,6 +75,7 @@ struct DeviceProblem {
     mirror(hp.k_scales);
     mirror(hp.smooth_scale);
     mirror(hp.v_planes[static_cast<int>(vf)]);
+    if (vf == VFormat::q8_0_planar) mirror(hp.v_scale_plane);
     mirror(hp.kv_len);
     mirror(hp.q_pos);
     mirror(hp.mask);
@@ -88,6 +89,7 @@ struct DeviceProblem {
     params.k.scales = dev(hpar.k.scales);
     params.k.smooth_scale = dev(hpar.k.smooth_scale);
     params.v.data = dev(hpar.v.data);
+    params.v.scales = dev(hpar.v.scales);
     params.kv_len = dev(hpar.kv_len);
     params.q_pos = dev(hpar.q_pos);
     params.mask = dev(hpar.mask);

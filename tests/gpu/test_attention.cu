@@ -19,7 +19,7 @@ using namespace packfa::testing;
 namespace {
 
 const char* vname(VFormat f) {
-  const char* n[] = {"f16", "bf16", "q8_0", "q4_0"};
+  const char* n[] = {"f16", "bf16", "q8_0", "q4_0", "q8_0_planar"};
   return n[static_cast<int>(f)];
 }
 
@@ -63,6 +63,9 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
     const int vi = static_cast<int>(cfg.v_format);
     dp.inflate_seq_stride(hp.v_planes[vi], hp.v_strides[vi].seq, cfg.batch, big_seq_stride, &dp.params.v.data,
                           &dp.params.v.strides);
+    if (cfg.v_format == VFormat::q8_0_planar)
+      dp.inflate_seq_stride(hp.v_scale_plane, hp.v_scale_strides.seq, cfg.batch, big_seq_stride, &dp.params.v.scales,
+                            &dp.params.v.scale_strides);
   }
   KernelChoice choice;
   Status sel = select_kernel(dp.params, 0, &choice);
@@ -121,8 +124,8 @@ ProblemConfig base(int D, VFormat vf, int nq, int H, int G, int kv) {
 
 TEST_CASE("every head dim x V format x dot mode, decode and MTP rows", "[attention]") {
   for (int D : {64, 80, 96, 112, 128, 256}) {
-    for (VFormat vf : {VFormat::f16, VFormat::bf16, VFormat::q8_0, VFormat::q4_0}) {
-      if (D % 32 && (vf == VFormat::q8_0 || vf == VFormat::q4_0)) continue;
+    for (VFormat vf : {VFormat::f16, VFormat::bf16, VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar}) {
+      if (D % 32 && v_is_blocked(vf)) continue;
       for (int nq : {1, 4}) {
         ProblemConfig c = base(D, vf, nq, 8, 2, 1000 + 37 * nq);  // not a multiple of any tile
         check(c);
@@ -150,7 +153,7 @@ TEST_CASE("GQA ratios, row groups and query counts", "[attention]") {
 // ggml rows of 136 / 72 bytes start at either 16-byte phase: one KV head (the phase alternates
 // by slot), two (by head), and an odd first key (sliding window).
 TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
-  for (VFormat vf : {VFormat::q8_0, VFormat::q4_0}) {
+  for (VFormat vf : {VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar}) {
     for (int nq : {1, 4}) {
       ProblemConfig c = base(128, vf, nq, 7, 1, 777);
       check(c);
@@ -262,9 +265,11 @@ TEST_CASE("output types and strided caches", "[attention]") {
 }
 
 TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention][large]") {
-  ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, 2048);
-  c.batch = 2;
-  check(c, 0, (int64_t{1} << 31) + 4096);
+  for (VFormat vf : {VFormat::q8_0, VFormat::q8_0_planar}) {
+    ProblemConfig c = base(128, vf, 1, 8, 2, 2048);
+    c.batch = 2;
+    check(c, 0, (int64_t{1} << 31) + 4096);
+  }
 }
 
 TEST_CASE("bad input: Status names the field and nothing is written", "[attention]") {

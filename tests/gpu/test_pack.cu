@@ -124,13 +124,15 @@ TEST_CASE("pack_k_packed16 is bit-identical to pack_k_host", "[pack]") {
 TEST_CASE("quantize_v is bit-identical to quantize_v_host", "[pack]") {
   std::mt19937 rng(7);
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-    for (VFormat f : {VFormat::q8_0, VFormat::q4_0, VFormat::f16, VFormat::bf16}) {
+    for (VFormat f : {VFormat::q8_0, VFormat::q4_0, VFormat::f16, VFormat::bf16, VFormat::q8_0_planar}) {
       for (int D : {64, 128, 256}) {
         const int n = 29, G = 2, base = 5;
         const int64_t row = v_row_bytes(f, D);
         const int64_t slot = G * row;
+        const int64_t srow = v_scale_row_bytes(f, D), sslot = G * srow;  // q8_0_planar's scale plane
         const std::vector<uint8_t> src = make_src(t, n, G, D, rng, false);
         std::vector<uint8_t> host(static_cast<size_t>((n + base) * slot), 0x33);
+        std::vector<uint8_t> host_s(static_cast<size_t>((n + base) * sslot), 0x33);
         QuantVParams p;
         p.n_tokens = n;
         p.n_kv_heads = G;
@@ -142,19 +144,27 @@ TEST_CASE("quantize_v is bit-identical to quantize_v_host", "[pack]") {
         p.dst.format = f;
         p.dst.data = host.data();
         p.dst.strides = {0, slot, row};
+        if (srow) {
+          p.dst.scales = host_s.data();
+          p.dst.scale_strides = {0, sslot, srow};
+        }
         p.base_slot = base;
         REQUIRE(quantize_v_host(p).ok());
-        DeviceBuffer d_src(src.size()), d_dst(host.size());
+        DeviceBuffer d_src(src.size()), d_dst(host.size()), d_s(host_s.size());
         CUDA_CHECK(cudaMemcpy(d_src.ptr, src.data(), src.size(), cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemset(d_dst.ptr, 0x33, host.size()));
+        CUDA_CHECK(cudaMemset(d_s.ptr, 0x33, host_s.size() ? host_s.size() : 16));
         QuantVParams dq = p;
         dq.src = d_src.ptr;
         dq.dst.data = d_dst.ptr;
+        if (srow) dq.dst.scales = d_s.ptr;
         REQUIRE(quantize_v(dq, nullptr).ok());
-        std::vector<uint8_t> dev(host.size());
+        std::vector<uint8_t> dev(host.size()), dev_s(host_s.size());
         CUDA_CHECK(cudaMemcpy(dev.data(), d_dst.ptr, dev.size(), cudaMemcpyDeviceToHost));
+        if (srow) CUDA_CHECK(cudaMemcpy(dev_s.data(), d_s.ptr, dev_s.size(), cudaMemcpyDeviceToHost));
         INFO("src " << static_cast<int>(t) << " V " << static_cast<int>(f) << " D " << D);
         CHECK(dev == host);
+        CHECK(dev_s == host_s);
       }
     }
   }

@@ -33,7 +33,7 @@ constexpr int head_dim_index(int d) {
 }
 
 struct FaRegistry {
-  FaInstance table[3][kNumHeadDims][4][kNumRowClasses];  // [QKMode][D][VFormat][row class]
+  FaInstance table[3][kNumHeadDims][kNumVFormats][kNumRowClasses];  // [QKMode][D][VFormat][row class]
   FaInstance& at(QKMode qk, int d, VFormat vf, int rclass) {
     return table[static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)][rclass];
   }
@@ -76,6 +76,11 @@ void register_fa_head_dim(FaRegistry& reg) {
   if constexpr (D % 32 == 0) {
     register_fa_v<D, VFormat::q8_0>(reg);
     register_fa_v<D, VFormat::q4_0>(reg);
+#if !defined(PACKFA_LEAN_INSTANCES)
+    register_fa_v<D, VFormat::q8_0_planar>(reg);
+#else
+    if constexpr (D == 128) register_fa_v<D, VFormat::q8_0_planar>(reg);
+#endif
   }
 #if !defined(PACKFA_LEAN_INSTANCES)
   register_fa_v<D, VFormat::bf16>(reg);

@@ -18,7 +18,7 @@ constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
 constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
 
 struct FaLayout {
-  int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch;
+  int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch, v_scale_pitch;
   int stage_bytes, p_pitch, p_bytes, wave_bytes, q_blocks, q_bytes, row_info_bytes;
   int waves, smem_bytes;
   bool fits;
@@ -38,8 +38,11 @@ constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget bu
   l.scale_pitch = (D / 8 + 7) / 8 * 8;  // room for block 16 (2·D/16 bytes); 8-byte copies
   l.v_row_bytes = static_cast<int>(v_row_bytes(vf, D));
   // fp16/bf16 rows get 16 bytes of padding so ldmatrix row reads hit distinct banks.
-  l.v_pitch = (l.v_row_bytes + 15) / 16 * 16 + (vf == VFormat::f16 || vf == VFormat::bf16 ? 16 : 0);
-  l.stage_bytes = kFaChunk * (l.k_pitch + (qk == QKMode::f16 ? 0 : l.scale_pitch) + l.v_pitch);
+  // q8_0_planar rows get 16 bytes too: the P·V word reads of 4 key rows then hit distinct banks.
+  const bool wide_pad = vf == VFormat::f16 || vf == VFormat::bf16 || vf == VFormat::q8_0_planar;
+  l.v_pitch = (l.v_row_bytes + 15) / 16 * 16 + (wide_pad ? 16 : 0);
+  l.v_scale_pitch = vf == VFormat::q8_0_planar ? (D / 16 + 7) / 8 * 8 : 0;  // fp16 per 32 dims; 8-byte copies
+  l.stage_bytes = kFaChunk * (l.k_pitch + (qk == QKMode::f16 ? 0 : l.scale_pitch) + l.v_pitch + l.v_scale_pitch);
   // P: [row][key] (tensor-core path; 16 rows get a 40-float pitch so the key-pair reads of 8
   // rows are conflict-free, 4 rows stay at 32: the smaller block still fits twice per SM), or
   // [key][row] (scalar path); then the per-row corrections.

@@ -49,6 +49,7 @@ struct FaTraits {
   static constexpr int kScalePitch = L.scale_pitch;
   static constexpr int kVRowBytes = L.v_row_bytes;
   static constexpr int kVPitch = L.v_pitch;
+  static constexpr int kVScalePitch = L.v_scale_pitch;  // q8_0_planar's scale rows (else 0)
   // Tensor-core P·V (NVIDIA): bf16 V stays scalar (fp16 operands cannot hold its range).
   static constexpr bool kMmaPv = arch::kHasMmaF16 && VF != VFormat::bf16;
   // Scores on tensor cores (NVIDIA), softmax and P in registers:
@@ -175,8 +176,13 @@ PACKFA_DEV void stage_scale_row(char* dst, const char* src, int width) {
 // V for kDpl consecutive dims of one row in shared memory; `d` is the block scale (1 for
 // f16/bf16) so callers can fold it into p once per row instead of once per value.
 template <VFormat VF, int DPL>
-PACKFA_DEV void load_v(const char* row, int dim0, float (&v)[DPL], float& d) {
-  if constexpr (VF == VFormat::f16 || VF == VFormat::bf16) {
+PACKFA_DEV void load_v(const char* row, const char* scale_row, int dim0, float (&v)[DPL], float& d) {
+  if constexpr (VF == VFormat::q8_0_planar) {  // DPL dims inside one block of 32
+    d = arch::half_to_float(reinterpret_cast<const uint16_t*>(scale_row)[dim0 / 32]);
+    const int8_t* q = reinterpret_cast<const int8_t*>(row + dim0);
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) v[i] = static_cast<float>(q[i]);
+  } else if constexpr (VF == VFormat::f16 || VF == VFormat::bf16) {
     d = 1.0f;
     const uint32_t* w = reinterpret_cast<const uint32_t*>(row + 2 * dim0);
     uint32_t words[DPL / 2];
@@ -391,7 +397,7 @@ PACKFA_DEV void qk_mma_f16(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D 
 // map below gives each lane contiguous bytes of its key rows.
 template <VFormat VF>
 PACKFA_DEV int pv_dim(int tile, int m) {
-  if constexpr (VF == VFormat::q8_0) {  // tile pair 2j, 2j+1 = block j; lane group g owns bytes 4g..4g+3
+  if constexpr (VF == VFormat::q8_0 || VF == VFormat::q8_0_planar) {  // tile pair 2j, 2j+1 = block j; lane group g owns bytes 4g..4g+3
     return 32 * (tile >> 1) + 4 * (m & 7) + 2 * (tile & 1) + (m >> 3);
   } else if constexpr (VF == VFormat::q4_0) {  // lane group g owns bytes 2g, 2g+1: low nibbles, then high
     return 32 * (tile >> 1) + 16 * (tile & 1) + 2 * (m & 7) + (m >> 3);
@@ -451,8 +457,9 @@ PACKFA_DEV void pv_operands_from_smem(PvOperands<(RMAX + 7) / 8>& op, const floa
   }
 }
 
+// vs_sm: q8_0_planar's staged scale rows (kVScalePitch apart); unused otherwise.
 template <int D, VFormat VF, int NT, class T>
-PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, int nvalid) {
+PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* v_sm, const char* vs_sm, int nvalid) {
   const int lane = arch::lane_id();
   const int g = lane >> 2, t2 = 2 * (lane & 3);
   bool rescale = false;
@@ -487,6 +494,42 @@ PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* 
         arch::ldmatrix_x4_trans(a, lrow + 32 * i);
         PACKFA_UNROLL
         for (int nt = 0; nt < NT; ++nt) arch::mma_16x8x16_f16(acc.c[i][nt], a, pb[nt][0], pb[nt][1]);
+      }
+    } else if constexpr (VF == VFormat::q8_0_planar) {
+      // quants 16-byte aligned (word reads, no straddle), scales from their own rows
+      const char* sa = vs_sm + (k0 + t2) * T::kVScalePitch;
+      const char* sb = sa + T::kVScalePitch;
+      const char* sc = sa + 8 * T::kVScalePitch;
+      const char* sd = sc + T::kVScalePitch;
+      uint32_t wa = 0, wb = 0, wc = 0, wd = 0;  // fp16 scales of blocks j & ~1, j | 1
+      PACKFA_UNROLL
+      for (int j = 0; j < D / 32; ++j) {
+        auto w32 = [&](const char* row, int off) { return *reinterpret_cast<const uint32_t*>(row + off); };
+        if ((j & 1) == 0) {
+          wa = w32(sa, 2 * j);
+          wb = w32(sb, 2 * j);
+          wc = w32(sc, 2 * j);
+          wd = w32(sd, 2 * j);
+        }
+        const uint32_t sel = (j & 1) ? 0x7632 : 0x5410;
+        const uint32_t dab = arch::byte_perm(wa, wb, sel), dcd = arch::byte_perm(wc, wd, sel);
+        uint32_t bj[NT][2];
+        PACKFA_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          bj[nt][0] = arch::hmul2(pb[nt][0], dab);
+          bj[nt][1] = arch::hmul2(pb[nt][1], dcd);
+        }
+        const int o = 32 * j + 4 * g;
+        const uint32_t xa = w32(ka, o), xb = w32(kb, o), xc = w32(kc, o), xd = w32(kd, o);
+        const uint32_t a0[4] = {i8_pair_to_half2(xa, xb, 0), i8_pair_to_half2(xa, xb, 1), i8_pair_to_half2(xc, xd, 0),
+                                i8_pair_to_half2(xc, xd, 1)};
+        const uint32_t a1[4] = {i8_pair_to_half2(xa, xb, 2), i8_pair_to_half2(xa, xb, 3), i8_pair_to_half2(xc, xd, 2),
+                                i8_pair_to_half2(xc, xd, 3)};
+        PACKFA_UNROLL
+        for (int nt = 0; nt < NT; ++nt) {
+          arch::mma_16x8x16_f16(acc.c[2 * j][nt], a0, bj[nt][0], bj[nt][1]);
+          arch::mma_16x8x16_f16(acc.c[2 * j + 1][nt], a1, bj[nt][0], bj[nt][1]);
+        }
       }
     } else {
       constexpr int kBlockBytes = VF == VFormat::q8_0 ? 34 : 18;
@@ -638,6 +681,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const char* kbase = p.k + static_cast<int64_t>(b) * p.k_seq + static_cast<int64_t>(kvh) * p.k_head;
   const char* ksbase = p.ks + static_cast<int64_t>(b) * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
   const char* vbase = p.v + static_cast<int64_t>(b) * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
+  const char* vsbase = p.vs + static_cast<int64_t>(b) * p.vs_seq + static_cast<int64_t>(kvh) * p.vs_head;
   const bool b16 = p.k_block == 16;
   const float softcap = p.softcap;
   const uint16_t* mask_row_base =
@@ -685,6 +729,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     }
     const char* vsrc = vbase + static_cast<int64_t>(key0) * p.v_slot;
     stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
+    if constexpr (VF == VFormat::q8_0_planar) {  // each lane its own key's scale row
+      if (lane < n)
+        stage_scale_row<2 * D / 32>(v_dst + T::kChunk * T::kVPitch + lane * T::kVScalePitch,
+                                    vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot, p.vs_width);
+    }
     arch::copy_async_commit();
   };
 
@@ -783,6 +832,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     const char* st = wave_smem + stage * T::kStageBytes;
     const char* ks_sm = st + T::kChunk * T::kKPitch;
     const char* v_sm = ks_sm + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
+    const char* vs_sm = v_sm + T::kChunk * T::kVPitch;  // q8_0_planar's scale rows
     const int key0 = k_begin + chunk * T::kChunk;
     const int nvalid = min(T::kChunk, k_end - key0);
     if constexpr (T::kMmaPv) {
@@ -791,6 +841,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if (nvalid < T::kChunk) {
         uint4* vz = reinterpret_cast<uint4*>(const_cast<char*>(v_sm) + nvalid * T::kVPitch);
         for (int i = lane; i < (T::kChunk - nvalid) * T::kVPitch / 16; i += arch::kWaveSize) vz[i] = uint4{0, 0, 0, 0};
+        if constexpr (VF == VFormat::q8_0_planar) {  // and their scales (P·scale would be 0·NaN)
+          uint2* sz = reinterpret_cast<uint2*>(const_cast<char*>(vs_sm) + nvalid * T::kVScalePitch);
+          for (int i = lane; i < (T::kChunk - nvalid) * T::kVScalePitch / 8; i += arch::kWaveSize) sz[i] = uint2{0, 0};
+        }
       }
     }
     arch::sync_wave();
@@ -869,7 +923,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         op.corr[h][0] = arch::shfl(corr_row[h], 4 * t2);
         op.corr[h][1] = arch::shfl(corr_row[h], 4 * t2 + 4);
       }
-      pv_mma<D, VF, NT, T>(pacc, op, v_sm, nvalid);
+      pv_mma<D, VF, NT, T>(pacc, op, v_sm, vs_sm, nvalid);
     } else {
       // ---- Q·K: lane = key, all rows ---------------------------------------------------------
       float s[RMAX];
@@ -986,13 +1040,13 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if constexpr (T::kMmaPv) {
         PvOperands<(RMAX + 7) / 8> op;
         pv_operands_from_smem<RMAX, T>(op, pbuf, corr_s);
-        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, nvalid);
+        pv_mma<D, VF, (RMAX + 7) / 8, T>(pacc, op, v_sm, vs_sm, nvalid);
       } else if (lane < T::kPvLanes) {  // ---- scalar P·V: lane = kDpl dims ----------------------
         const int dim0 = lane * T::kDpl;
 #pragma unroll 4
         for (int t = 0; t < nvalid; ++t) {
           float v[T::kDpl], vd;
-          load_v<VF, T::kDpl>(v_sm + t * T::kVPitch, dim0, v, vd);
+          load_v<VF, T::kDpl>(v_sm + t * T::kVPitch, vs_sm + t * T::kVScalePitch, dim0, v, vd);
           const float4* pt = reinterpret_cast<const float4*>(pbuf + t * RMAX);
 #pragma unroll
           for (int r4 = 0; r4 < RMAX / 4; ++r4) {

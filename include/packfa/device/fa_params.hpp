@@ -45,6 +45,9 @@ struct FaKernelParams {
   const char* v;
   int64_t v_seq, v_slot, v_head;
   int v_width;      // copy width for V rows
+  const char* vs;   // q8_0_planar: fp16 scale plane (else unused)
+  int64_t vs_seq, vs_slot, vs_head;
+  int vs_width;     // copy width for the V scale plane
 
   // output
   void* o;

@@ -98,9 +98,19 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const
     }
     return;
   }
-  float x[32];  // q8_0 / q4_0: head_dim % 32 == 0, so a whole block
+  float x[32];  // q8_0 / q4_0 / q8_0_planar: head_dim % 32 == 0, so a whole block
   PACKFA_UNROLL
   for (int i = 0; i < 32; ++i) x[i] = load_as_float(p.src, p.src_type, sbase + i);
+  if (p.dst_format == static_cast<int>(VFormat::q8_0_planar)) {
+    int8_t q[32];
+    uint16_t d;
+    q8_0_planar_quantize_block(x, q, &d);
+    int4* dq = reinterpret_cast<int4*>(row + d0);  // rows 16-byte aligned (validated)
+    dq[0] = *reinterpret_cast<const int4*>(q);
+    dq[1] = *reinterpret_cast<const int4*>(q + 16);
+    reinterpret_cast<uint16_t*>(p.dst_scales + slot * p.dscale_slot + static_cast<int64_t>(h) * p.dscale_head)[blk] = d;
+    return;
+  }
   const bool q8 = p.dst_format == static_cast<int>(VFormat::q8_0);
   uint8_t blockb[kQ8_0BlockBytes];
   if (q8) {

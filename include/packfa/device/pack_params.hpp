@@ -33,6 +33,8 @@ struct QuantVKernelParams {
   int dst_format;               // VFormat
   char* dst;
   int64_t dst_slot, dst_head;   // bytes
+  char* dst_scales;             // q8_0_planar: fp16 scale plane
+  int64_t dscale_slot, dscale_head;  // bytes
   const int32_t* slots;
   int64_t base_slot;
 };
