@@ -153,6 +153,16 @@ PACKFA_HD void q8_0_quantize_block(const float* x, uint8_t* block /*34 bytes*/) 
   for (int i = 0; i < 32; ++i) block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(roundf(x[i] * id)));
 }
 
+// x·y rounded on its own. Device compilers fuse a product into the add that follows (one
+// FMA rounding instead of two), the host does not; q4_0's nibble must see the same product.
+PACKFA_HD float mul_rounded(float x, float y) {
+#if defined(PACKFA_DEVICE_CUDA) || defined(PACKFA_DEVICE_HIP)
+  return __fmul_rn(x, y);
+#else
+  return x * y;
+#endif
+}
+
 // q4_0: d = (signed value of largest magnitude) / −8; nibble = min(15, (int)(x/d + 8.5));
 // byte j holds element j in its low nibble and element j+16 in its high nibble.
 PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) {
@@ -171,7 +181,7 @@ PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) 
   block[1] = static_cast<uint8_t>(dbits >> 8);
   PACKFA_UNROLL
   for (int j = 0; j < 16; ++j) {
-    const float x0 = x[j] * id, x1 = x[j + 16] * id;
+    const float x0 = mul_rounded(x[j], id), x1 = mul_rounded(x[j + 16], id);
     int n0 = static_cast<int>(x0 + 8.5f), n1 = static_cast<int>(x1 + 8.5f);
     n0 = n0 < 15 ? n0 : 15;
     n1 = n1 < 15 ? n1 : 15;
