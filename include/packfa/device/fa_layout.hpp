@@ -13,16 +13,14 @@ constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
 struct FaBudget {
   int stages;      // most stages per wave: 2 = cp.async double buffer (NVIDIA); 1 (RDNA: synchronous copies)
   int smem_limit;  // bytes of shared memory / LDS one block may use
-  int sm_smem;     // bytes of shared memory per SM (0: do not plan blocks per SM)
 };
-constexpr FaBudget kFaCudaBudget{2, 227 * 1024, 228 * 1024};
-constexpr FaBudget kFaHipBudget{1, 64 * 1024, 0};  // RDNA: 64 KB of LDS per workgroup
+constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
+constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
 
 struct FaLayout {
   int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch, v_scale_pitch;
   int stage_bytes, p_pitch, p_bytes, wave_bytes, q_blocks, q_bytes, row_info_bytes;
   int waves, smem_bytes;
-  int min_blocks;  // blocks per SM the instance is compiled for (launch bounds)
   bool fits;
 };
 
@@ -58,13 +56,8 @@ constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget bu
     const int loop = waves * l.wave_bytes, merge = waves * rmax * (D + 2) * 4;
     return l.q_bytes + l.row_info_bytes + (loop > merge ? loop : merge);
   };
-  // 4 waves (2 for D > 128), fewer when the budget is smaller. The double-buffered decode shape
-  // (4 rows, int8 scores) is latency-bound at 8 warps per SM: it gets 5 waves in 2 blocks per
-  // SM (10 warps) where two such blocks fit in the SM's shared memory (bench/NOTES.md).
-  const bool wide = budget.sm_smem > 0 && l.stages == 2 && rmax == 4 && qk == QKMode::packed16_int8 && D <= 128 &&
-                    2 * (smem_for(5) + 1024) <= budget.sm_smem;
-  l.waves = wide ? 5 : (D <= 128 && smem_for(4) <= budget.smem_limit) ? 4 : (smem_for(2) <= budget.smem_limit ? 2 : 1);
-  l.min_blocks = wide ? 2 : 1;
+  // 4 waves (2 for D > 128), fewer when the budget is smaller
+  l.waves = (D <= 128 && smem_for(4) <= budget.smem_limit) ? 4 : (smem_for(2) <= budget.smem_limit ? 2 : 1);
   l.smem_bytes = smem_for(l.waves);
   l.fits = l.smem_bytes <= budget.smem_limit;
   return l;

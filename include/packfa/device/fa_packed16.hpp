@@ -73,7 +73,6 @@ struct FaTraits {
   static constexpr int kRowInfoBytes = L.row_info_bytes;
   static constexpr int kWaves = L.waves;
   static constexpr int kThreads = kWaves * arch::kWaveSize;
-  static constexpr int kMinBlocks = L.min_blocks;
   static constexpr int kSmemBytes = L.smem_bytes;
   static_assert(L.fits, "shared memory over the per-block limit");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
@@ -594,7 +593,7 @@ PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* 
 }
 
 template <int D, VFormat VF, QKMode QK, int RMAX>
-PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), (FaTraits<D, VF, QK, RMAX>::kMinBlocks))
+PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1)
     fa_split_kernel(const FaKernelParams p) {
   using T = FaTraits<D, VF, QK, RMAX>;
   extern __shared__ __align__(16) char smem[];
