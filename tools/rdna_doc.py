@@ -11,7 +11,7 @@ import argparse
 import json
 import re
 
-VNAMES = ["f16", "bf16", "q8_0", "q4_0"]
+VNAMES = ["f16", "bf16", "q8_0", "q4_0", "q8_0_planar"]
 QNAMES = ["packed16_int8", "packed16_f16", "f16k"]
 # datasheet memory bandwidth, GB/s (AMD product pages)
 GPUS = [("RX 7900 XTX (gfx1100)", 960), ("RX 7800 XT (gfx1101)", 624), ("RX 7600 (gfx1102)", 288),

@@ -674,6 +674,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const int k_begin = lo + split * p.split_len;
   const int k_end = min(hi, k_begin + p.split_len);
   const int nchunks = k_end > k_begin ? (k_end - k_begin + T::kChunk - 1) / T::kChunk : 0;
+  // keys [all_lo, all_hi) are visible to every row of the block
+  int all_lo = 0, all_hi = k_end;
+  for (int r = 0; r < nrows; ++r) {
+    all_lo = max(all_lo, rinfo[r].key_lo);
+    all_hi = min(all_hi, rinfo[r].key_hi);
+  }
 
   // ---- per-wave streaming loop ----------------------------------------------------------------
   char* wave_smem = loop_smem + wave * T::kWaveBytes;
@@ -851,6 +857,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     const int key = key0 + lane;
 
     if constexpr (T::kMmaQk) {
+      // every key of the chunk visible to every row, no score edits: the per-key checks go
+      // (rows past nrows get scores too: computed, never written)
+      const bool whole = !extras && key0 >= all_lo && key0 + T::kChunk <= all_hi;
       // ---- scores on tensor cores: S in C fragments (rows g + 8h), softmax in registers,
       // P handed to the P·V mma without shared memory ---------------------------------------
       constexpr int NT = T::kNt;
@@ -875,36 +884,42 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         const int2 range = g + 8 * h < RMAX ? *reinterpret_cast<const int2*>(&rinfo[r].key_lo) : int2{0, 0};
         const int khi = min(range.y, k_end);
         float mx = kNegInf;
-        PACKFA_UNROLL
-        for (int n = 0; n < T::kChunk / 8; ++n)
+        if (whole) {
           PACKFA_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const int kk = key0 + 8 * n + t2 + e;
-            const bool visible = kk >= range.x && kk < khi;
-            float x = sc[n][2 * h + e];  // log2 units
-            if (extras) {  // the edits are defined on natural-log scores
-              const RowInfo ri = rinfo[r];
-              x *= kLn2;
-              if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
-              if (visible && mask_row_base)
-                x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + kk]);
-              if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(kk - ri.pos);
-              x *= kLog2e;
+          for (int n = 0; n < T::kChunk / 8; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));
+        } else {
+          PACKFA_UNROLL
+          for (int n = 0; n < T::kChunk / 8; ++n)
+            PACKFA_UNROLL
+            for (int e = 0; e < 2; ++e) {
+              const int kk = key0 + 8 * n + t2 + e;
+              const bool visible = kk >= range.x && kk < khi;
+              float x = sc[n][2 * h + e];  // log2 units
+              if (extras) {  // the edits are defined on natural-log scores
+                const RowInfo ri = rinfo[r];
+                x *= kLn2;
+                if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
+                if (visible && mask_row_base)
+                  x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + kk]);
+                if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(kk - ri.pos);
+                x *= kLog2e;
+              }
+              x = visible ? x : kNegInf;
+              sc[n][2 * h + e] = x;
+              mx = fmaxf(mx, x);
             }
-            x = visible ? x : kNegInf;
-            sc[n][2 * h + e] = x;
-            mx = fmaxf(mx, x);
-          }
+        }
         mx = fmaxf(mx, arch::shfl_xor(mx, 1));  // the row's 4 lanes
         mx = fmaxf(mx, arch::shfl_xor(mx, 2));
         const float m_new = fmaxf(m_run[h], mx);
         const float corr = m_new == kNegInf ? 1.0f : arch::exp2_fast(m_run[h] - m_new);
+        const float m_sub = m_new == kNegInf ? 0.0f : m_new;  // all -inf: exp2(-inf - 0) = 0
         float sum = 0.0f;
         PACKFA_UNROLL
         for (int n = 0; n < T::kChunk / 8; ++n)
           PACKFA_UNROLL
           for (int e = 0; e < 2; ++e) {
-            const float pr = m_new == kNegInf ? 0.0f : arch::exp2_fast(sc[n][2 * h + e] - m_new);
+            const float pr = arch::exp2_fast(sc[n][2 * h + e] - m_sub);
             sc[n][2 * h + e] = pr;
             sum += pr;
           }
