@@ -336,14 +336,6 @@ PACKFA_DEV void copy_async(void* smem, const void* gmem) {
   if constexpr (bytes == 4) *static_cast<uint32_t*>(smem) = *static_cast<const uint32_t*>(gmem);
 #endif
 }
-// Ask L2 for the line holding p (no register, no shared memory); a no-op where unsupported.
-PACKFA_DEV void prefetch_l2(const void* p) {
-#if defined(PACKFA_DEVICE_CUDA)
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-#else
-  (void)p;
-#endif
-}
 PACKFA_DEV void copy_async_commit() {
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

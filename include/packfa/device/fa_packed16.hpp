@@ -714,7 +714,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       PACKFA_UNROLL
       for (int j = 0; j < 4; ++j) pacc.c[i][nt][j] = 0.0f;
 
-  constexpr bool kPrefetch = T::kStages == 2;
   auto stage_chunk = [&](int chunk, int stage) {
     const int key0 = k_begin + chunk * T::kChunk;
     const int n = min(T::kChunk, k_end - key0);
@@ -742,20 +741,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
                                     vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot, p.vs_width);
     }
     arch::copy_async_commit();
-  };
-
-  // L2 prefetch of the chunk after the one being staged: a wave keeps one chunk in shared
-  // memory and one in flight; this puts a third into L2 (no registers, no shared memory), so
-  // the next copy waits on L2 instead of DRAM. Lane = key row: its K row, K scales and V row.
-  auto prefetch_chunk = [&](int chunk) {
-    const int key = k_begin + chunk * T::kChunk + lane;
-    if (!kPrefetch || chunk >= nchunks || key >= k_end) return;
-    arch::prefetch_l2(kbase + static_cast<int64_t>(key) * p.k_slot);
-    if constexpr (QK != QKMode::f16) arch::prefetch_l2(ksbase + static_cast<int64_t>(key) * p.ks_slot);
-    const char* vrow = vbase + static_cast<int64_t>(key) * p.v_slot;
-    arch::prefetch_l2(vrow);
-    if constexpr (T::kVRowBytes > 128) arch::prefetch_l2(vrow + T::kVRowBytes - 1);
-    if constexpr (VF == VFormat::q8_0_planar) arch::prefetch_l2(vsbase + static_cast<int64_t>(key) * p.vs_slot);
   };
 
   int it = 0;
@@ -842,7 +827,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       const int next = chunk + T::kWaves;
       if (next < nchunks) {
         stage_chunk(next, stage ^ 1);
-        prefetch_chunk(next + T::kWaves);
         arch::copy_async_wait<1>();
       } else {
         arch::copy_async_wait<0>();
