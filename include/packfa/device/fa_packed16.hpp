@@ -9,10 +9,13 @@
 // needs no block barrier.
 // The waves merge once at the end; the combine kernel (device/combine.hpp) merges splits.
 //
-// Per chunk:  Q·K   lane = key: 16-byte pieces of its K row against every query row (Q held
-//                   in shared memory, read as broadcasts): int8 4-way dots into int32 per
-//                   block, then one fp32 FMA with q_scale·k_scale (softmax scale folded in);
-//             softmax  wave max per row, exp2, lane-partial sums;
+// Per chunk:  Q·K   NVIDIA: mma (int8 m16n8k32 for packed16 K: the same int32 block sums as
+//                   the 4-way dot; fp16 for f16 K), scores in mma C fragments (qk_mma);
+//                   elsewhere lane = key: 16-byte pieces of its K row against every query row
+//                   (Q in shared memory, read as broadcasts), int8 4-way dots into int32 per
+//                   block; then one fp32 FMA per block with q_scale·k_scale (softmax scale
+//                   folded in);
+//             softmax  max per row, exp2, lane-partial sums (in registers on the mma path);
 //             P·V   NVIDIA: mma.m16n8k16 computing O^T = V^T·P^T (V as exact fp16 integers,
 //                   the ggml block scale folded into P, fp32 accumulation; pv_mma below);
 //                   elsewhere lane = DPL output dims, V dequantized in registers, fp32 FMAs.
@@ -277,8 +280,8 @@ PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, 
 // int8 Q·K on tensor cores (NVIDIA, every row class): S (16 rows x 32 keys) from one
 // mma.m16n8k32.s8 per 32-dim K block (two m16n8k16 for block-16 K or a last half block) into
 // int32, then one fp32 FMA per block with q_scale·k_scale. K fragments of two key tiles per
-// ldmatrix. qa / qsc: this lane's A
-// fragments of Q and Q's block scales (rows g, g + 8; rows g + 8 are skipped when RMAX <= 8).
+// ldmatrix. qa / qsc: this lane's A fragments of Q and Q's block scales (rows g, g + 8; rows
+// g + 8 are skipped when RMAX <= 8).
 // sc[n][c]: key tile n, C register c = row g + 8·(c/2), key 8n + 2·(lane%4) + c%2.
 template <int D, int KB, int RMAX, class T>
 PACKFA_DEV void qk_mma(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[D / 16][4], const char* k_sm,
