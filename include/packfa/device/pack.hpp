@@ -102,7 +102,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const
   PACKFA_UNROLL
   for (int i = 0; i < 32; ++i) x[i] = load_as_float(p.src, p.src_type, sbase + i);
   if (p.dst_format == static_cast<int>(VFormat::q8_0_planar)) {
-    int8_t q[32];
+    alignas(16) int8_t q[32];  // read back as two 16-byte words
     uint16_t d;
     q8_0_planar_quantize_block(x, q, &d);
     int4* dq = reinterpret_cast<int4*>(row + d0);  // rows 16-byte aligned (validated)
