@@ -11,12 +11,11 @@ namespace packfa {
 constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
 
 struct FaBudget {
-  int stages;      // most stages per wave: 2-3 = cp.async pipeline (NVIDIA); 1 (RDNA: synchronous copies)
+  int stages;      // most stages per wave: 2 = cp.async double buffer (NVIDIA); 1 (RDNA: synchronous copies)
   int smem_limit;  // bytes of shared memory / LDS one block may use
-  int sm_smem;     // bytes of shared memory per SM (plans the 3-stage shape; 0: not planned)
 };
-constexpr FaBudget kFaCudaBudget{3, 227 * 1024, 228 * 1024};
-constexpr FaBudget kFaHipBudget{1, 64 * 1024, 0};  // RDNA: 64 KB of LDS per workgroup
+constexpr FaBudget kFaCudaBudget{2, 227 * 1024};
+constexpr FaBudget kFaHipBudget{1, 64 * 1024};  // RDNA: 64 KB of LDS per workgroup
 
 struct FaLayout {
   int stages, dpl, k_row_bytes, k_pitch, scale_pitch, v_row_bytes, v_pitch, v_scale_pitch;
@@ -49,26 +48,17 @@ constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget bu
   // [key][row] (scalar path); then the per-row corrections.
   l.p_pitch = kFaChunk + (rmax > 4 ? 8 : 0);
   l.p_bytes = rmax * l.p_pitch * 4 + rmax * 4;
+  l.wave_bytes = l.stages * l.stage_bytes + l.p_bytes;
   l.q_blocks = (D + 31) / 32;
   l.q_bytes = qk == QKMode::packed16_int8 ? rmax * D + rmax * l.q_blocks * 4 : rmax * D * 4;
   l.row_info_bytes = rmax * 32;  // RowInfo
-  auto smem_for = [&](int waves, int stages) {
-    const int loop = waves * (stages * l.stage_bytes + l.p_bytes), merge = waves * rmax * (D + 2) * 4;
+  auto smem_for = [&](int waves) {
+    const int loop = waves * l.wave_bytes, merge = waves * rmax * (D + 2) * 4;
     return l.q_bytes + l.row_info_bytes + (loop > merge ? loop : merge);
   };
-  // The int8 decode shape waits on its copies once the arithmetic is short: 3 stages for 3
-  // waves (two chunks in flight per wave) where two such blocks fit per SM (bench/NOTES.md).
-  if (budget.stages >= 3 && l.stages == 2 && rmax == 4 && qk == QKMode::packed16_int8 &&
-      2 * (smem_for(3, 3) + 1024) <= budget.sm_smem) {
-    l.stages = 3;
-    l.waves = 3;
-  } else {
-    // 4 waves (2 for D > 128), fewer when the budget is smaller
-    l.waves = (D <= 128 && smem_for(4, l.stages) <= budget.smem_limit) ? 4
-              : (smem_for(2, l.stages) <= budget.smem_limit ? 2 : 1);
-  }
-  l.wave_bytes = l.stages * l.stage_bytes + l.p_bytes;
-  l.smem_bytes = smem_for(l.waves, l.stages);
+  // 4 waves (2 for D > 128), fewer when the budget is smaller
+  l.waves = (D <= 128 && smem_for(4) <= budget.smem_limit) ? 4 : (smem_for(2) <= budget.smem_limit ? 2 : 1);
+  l.smem_bytes = smem_for(l.waves);
   l.fits = l.smem_bytes <= budget.smem_limit;
   return l;
 }

@@ -748,10 +748,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 
   int it = 0;
   int chunk = wave;
-  // first chunks (one per stage but the last): in flight during the Q set-up
-  PACKFA_UNROLL
-  for (int k = 0; k < (T::kStages > 1 ? T::kStages - 1 : 1); ++k)
-    if (chunk + k * T::kWaves < nchunks) stage_chunk(chunk + k * T::kWaves, k);
+  if (chunk < nchunks) stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
 
   // ---- Q into shared memory, while the first chunk streams in --------------------------------
   // int8 with a wave max for the block scale (softmax scale folded in, and log2(e) where the
@@ -828,15 +825,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   }
 
   for (; chunk < nchunks; chunk += T::kWaves, ++it) {
-    const int stage = T::kStages > 1 ? it % T::kStages : 0;
-    if constexpr (T::kStages > 1) {
-      // the chunk kStages - 1 steps ahead goes into the stage read last iteration; then wait
-      // for this chunk's group (the later ones may stay in flight)
-      const int ahead = chunk + (T::kStages - 1) * T::kWaves;
-      if (ahead < nchunks) {
-        stage_chunk(ahead, (it + T::kStages - 1) % T::kStages);
-        arch::copy_async_wait<T::kStages - 1>();
-      } else if (T::kStages == 3 && chunk + T::kWaves < nchunks) {
+    const int stage = T::kStages == 2 ? (it & 1) : 0;
+    if constexpr (T::kStages == 2) {
+      const int next = chunk + T::kWaves;
+      if (next < nchunks) {
+        stage_chunk(next, stage ^ 1);
         arch::copy_async_wait<1>();
       } else {
         arch::copy_async_wait<0>();
