@@ -388,31 +388,9 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   return Status::Ok();
 }
 
-// ---- pack-on-write -----------------------------------------------------------------------------
-namespace {
-Status check_src(DType t, const void* src, const char* field) {
-  if (!src) return invalid(field, "null");
-  if (static_cast<int>(t) < 0 || static_cast<int>(t) > 2) return invalid("src_type", "unknown dtype");
-  return Status::Ok();
-}
-bool valid_head_dim(int d) { return head_dim_index(d) >= 0; }
-}  // namespace
-
+// ---- pack-on-write (arguments checked by validate(), src/cpu/validate.cpp) -------------------
 Status pack_k_packed16(const PackKParams& p, void* stream) {
-  if (p.n_tokens < 0) return invalid("n_tokens", "negative");
-  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
-  if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
-  PACKFA_TRY(check_src(p.src_type, p.src, "src"));
-  if (p.dst.format != KFormat::packed16) return invalid("dst.format", "must be packed16");
-  if (p.dst.block != 16 && p.dst.block != 32) return invalid("dst.block", "must be 16 or 32");
-  if (p.head_dim % p.dst.block) return invalid("dst.block", "must divide head_dim");
-  if (!p.dst.data) return invalid("dst.data", "null");
-  if (!p.dst.scales) return invalid("dst.scales", "null");
-  if ((reinterpret_cast<uintptr_t>(p.dst.data) | p.dst.data_strides.slot | p.dst.data_strides.head) & 15)
-    return invalid("dst.data_strides", "payload rows must start 16-byte aligned");
-  if ((reinterpret_cast<uintptr_t>(p.dst.scales) | p.dst.scale_strides.slot | p.dst.scale_strides.head) & 1)
-    return invalid("dst.scale_strides", "scale rows must be 2-byte aligned");
-  if (p.base_slot < 0) return invalid("base_slot", "negative");
+  PACKFA_TRY(validate(p));
   if (p.n_tokens == 0) return Status::Ok();
   device::PackKKernelParams kp{};
   kp.n_tokens = p.n_tokens;
@@ -439,21 +417,7 @@ Status pack_k_packed16(const PackKParams& p, void* stream) {
 }
 
 Status quantize_v(const QuantVParams& p, void* stream) {
-  if (p.n_tokens < 0) return invalid("n_tokens", "negative");
-  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
-  if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
-  PACKFA_TRY(check_src(p.src_type, p.src, "src"));
-  if (!p.dst.data) return invalid("dst.data", "null");
-  if (static_cast<int>(p.dst.format) >= kNumVFormats) return invalid("dst.format", "unknown V format");
-  if (v_is_blocked(p.dst.format) && p.head_dim % 32)
-    return invalid("head_dim", "q8_0/q4_0/q8_0_planar need a multiple of 32");
-  const bool planar = p.dst.format == VFormat::q8_0_planar;
-  if ((reinterpret_cast<uintptr_t>(p.dst.data) | p.dst.strides.slot | p.dst.strides.head) & (planar ? 15 : 1))
-    return invalid("dst.strides", planar ? "q8_0_planar rows must be 16-byte aligned" : "rows must be 2-byte aligned");
-  if (planar && !p.dst.scales) return invalid("dst.scales", "null (q8_0_planar keeps its block scales there)");
-  if (planar && ((reinterpret_cast<uintptr_t>(p.dst.scales) | p.dst.scale_strides.slot | p.dst.scale_strides.head) & 1))
-    return invalid("dst.scale_strides", "scale rows must be 2-byte aligned");
-  if (p.base_slot < 0) return invalid("base_slot", "negative");
+  PACKFA_TRY(validate(p));
   if (p.n_tokens == 0) return Status::Ok();
   device::QuantVKernelParams kp{};
   kp.n_tokens = p.n_tokens;

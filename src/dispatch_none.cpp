@@ -22,8 +22,14 @@ Status fa_packed16_forward(const AttnParams& p, void*) {
   PACKFA_TRY(validate(p));
   return no_backend();
 }
-Status pack_k_packed16(const PackKParams&, void*) { return no_backend(); }
-Status quantize_v(const QuantVParams&, void*) { return no_backend(); }
+Status pack_k_packed16(const PackKParams& p, void*) {
+  PACKFA_TRY(validate(p));
+  return p.n_tokens == 0 ? Status::Ok() : no_backend();
+}
+Status quantize_v(const QuantVParams& p, void*) {
+  PACKFA_TRY(validate(p));
+  return p.n_tokens == 0 ? Status::Ok() : no_backend();
+}
 DeviceInfo device_info(int) {
   DeviceInfo d;
   d.backend = "none";

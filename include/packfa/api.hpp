@@ -131,6 +131,10 @@ struct QuantVParams {
   int pdl = -1;
 };
 Status quantize_v(const QuantVParams& p, void* stream);
+// The checks pack_k_packed16 / quantize_v run before touching the device (also in builds
+// without a GPU backend); the first bad field is named.
+Status validate(const PackKParams& p);
+Status validate(const QuantVParams& p);
 
 // Backend facts for the demo and tests.
 struct DeviceInfo {

@@ -109,4 +109,54 @@ Status validate(const AttnParams& p) {
   return Status::Ok();
 }
 
+// ---- pack-on-write ---------------------------------------------------------------------
+namespace {
+bool valid_head_dim(int d) { return d == 64 || d == 80 || d == 96 || d == 112 || d == 128 || d == 256; }
+Status check_src(DType t, const void* src, const char* field) {
+  if (!src) return invalid(field, "null");
+  if (!valid_dtype(t)) return invalid("src_type", "unknown dtype");
+  return Status::Ok();
+}
+bool rows_aligned(const void* base, const Strides& s, uintptr_t a) {
+  return ((reinterpret_cast<uintptr_t>(base) | static_cast<uintptr_t>(s.slot) | static_cast<uintptr_t>(s.head)) & (a - 1)) == 0;
+}
+}  // namespace
+
+Status validate(const PackKParams& p) {
+  if (p.n_tokens < 0) return invalid("n_tokens", "negative");
+  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
+  if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
+  PACKFA_TRY(check_src(p.src_type, p.src, "src"));
+  if (p.dst.format != KFormat::packed16) return invalid("dst.format", "must be packed16");
+  if (p.dst.block != 16 && p.dst.block != 32) return invalid("dst.block", "must be 16 or 32");
+  if (p.head_dim % p.dst.block) return invalid("dst.block", "must divide head_dim");
+  if (!p.dst.data) return invalid("dst.data", "null");
+  if (!p.dst.scales) return invalid("dst.scales", "null");
+  if (!rows_aligned(p.dst.data, p.dst.data_strides, 16))
+    return invalid("dst.data_strides", "payload rows must start 16-byte aligned");
+  if (!rows_aligned(p.dst.scales, p.dst.scale_strides, 2))
+    return invalid("dst.scale_strides", "scale rows must be 2-byte aligned");
+  if (p.base_slot < 0) return invalid("base_slot", "negative");
+  return Status::Ok();
+}
+
+Status validate(const QuantVParams& p) {
+  if (p.n_tokens < 0) return invalid("n_tokens", "negative");
+  if (p.n_kv_heads < 1) return invalid("n_kv_heads", "must be >= 1");
+  if (!valid_head_dim(p.head_dim)) return invalid("head_dim", "must be one of 64, 80, 96, 112, 128, 256");
+  PACKFA_TRY(check_src(p.src_type, p.src, "src"));
+  if (!p.dst.data) return invalid("dst.data", "null");
+  if (static_cast<int>(p.dst.format) >= kNumVFormats) return invalid("dst.format", "unknown V format");
+  if (v_is_blocked(p.dst.format) && p.head_dim % 32)
+    return invalid("head_dim", "q8_0/q4_0/q8_0_planar need a multiple of 32");
+  const bool planar = p.dst.format == VFormat::q8_0_planar;
+  if (!rows_aligned(p.dst.data, p.dst.strides, planar ? 16 : 2))
+    return invalid("dst.strides", planar ? "q8_0_planar rows must be 16-byte aligned" : "rows must be 2-byte aligned");
+  if (planar && !p.dst.scales) return invalid("dst.scales", "null (q8_0_planar keeps its block scales there)");
+  if (planar && !rows_aligned(p.dst.scales, p.dst.scale_strides, 2))
+    return invalid("dst.scale_strides", "scale rows must be 2-byte aligned");
+  if (p.base_slot < 0) return invalid("base_slot", "negative");
+  return Status::Ok();
+}
+
 }  // namespace packfa
