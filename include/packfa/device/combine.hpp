@@ -14,6 +14,16 @@
 namespace packfa::device {
 
 
+// Output columns 4·col .. 4·col + 3 of query row i, head h of sequence b: o · inv.
+PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, float4 o, float inv) {
+  const int64_t base = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(i) * p.o_row +
+                       static_cast<int64_t>(h) * p.o_head + 4 * col;
+  store_from_float(p.o, p.o_type, base, o.x * inv);
+  store_from_float(p.o, p.o_type, base + 1, o.y * inv);
+  store_from_float(p.o, p.o_type, base + 2, o.z * inv);
+  store_from_float(p.o, p.o_type, base + 3, o.w * inv);
+}
+
 // Up to kWarpCombineMaxSplits splits (the decode shapes): one wave per (sequence, query row,
 // q head), no block barriers. Lane s holds split s's (max, sum) (and s + 32), so the max, the
 // weights and L are two wave reductions; each lane owns float4 columns of O and sums the
@@ -100,17 +110,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
     }
   }
 
-  const int64_t obase = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(i) * p.o_row +
-                        static_cast<int64_t>(h) * p.o_head;
   PACKFA_UNROLL
   for (int c = 0; c < kCols; ++c) {
     const int col = lane + c * arch::kWaveSize;
-    if (col < cols) {
-      store_from_float(p.o, p.o_type, obase + 4 * col, acc[c].x * inv);
-      store_from_float(p.o, p.o_type, obase + 4 * col + 1, acc[c].y * inv);
-      store_from_float(p.o, p.o_type, obase + 4 * col + 2, acc[c].z * inv);
-      store_from_float(p.o, p.o_type, obase + 4 * col + 3, acc[c].w * inv);
-    }
+    if (col < cols) store_o4(p, b, i, h, col, acc[c], inv);
   }
   if (lane == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
 }
@@ -209,12 +212,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
       o.z += v.z;
       o.w += v.w;
     }
-    const int64_t obase = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(i) * p.o_row +
-                          static_cast<int64_t>(h) * p.o_head + 4 * tid;
-    store_from_float(p.o, p.o_type, obase, o.x * inv);
-    store_from_float(p.o, p.o_type, obase + 1, o.y * inv);
-    store_from_float(p.o, p.o_type, obase + 2, o.z * inv);
-    store_from_float(p.o, p.o_type, obase + 3, o.w * inv);
+    store_o4(p, b, i, h, tid, o, inv);
   }
   if (tid == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
 }

@@ -414,6 +414,14 @@ PACKFA_DEV uint32_t i8_pair_to_half2(uint32_t x, uint32_t y, uint32_t i) {
   const uint32_t r = arch::byte_perm(x, y, i | ((i + 4) << 8));
   return arch::hsub2(arch::and_xor(r, 0x00ff00ffu, 0x64806480u), 0x64806480u);  // (1024 + (q + 128)) - 1152
 }
+// A fragment of one 16-dim tile from the quant words of keys a, b, c, d: bytes i, i + 1 of
+// each, paired (a, b) and (c, d) along the keys.
+PACKFA_DEV void i8_tile_to_half2(uint32_t (&a)[4], uint32_t xa, uint32_t xb, uint32_t xc, uint32_t xd, uint32_t i) {
+  a[0] = i8_pair_to_half2(xa, xb, i);
+  a[1] = i8_pair_to_half2(xa, xb, i + 1);
+  a[2] = i8_pair_to_half2(xc, xd, i);
+  a[3] = i8_pair_to_half2(xc, xd, i + 1);
+}
 // Low / high nibble of byte 0 and byte 2 of r -> fp16 pair of (nibble - 8), exact.
 PACKFA_DEV uint32_t q4_lo_to_half2(uint32_t r) {
   return arch::hsub2(arch::and_xor(r, 0x000f000fu, 0x64006400u), 0x64086408u);  // (1024 + n) - 1032
@@ -498,92 +506,70 @@ PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* 
         PACKFA_UNROLL
         for (int nt = 0; nt < NT; ++nt) arch::mma_16x8x16_f16(acc.c[i][nt], a, pb[nt][0], pb[nt][1]);
       }
-    } else if constexpr (VF == VFormat::q8_0_planar) {
-      // quants 16-byte aligned (word reads, no straddle), scales from their own rows
+    } else {  // q8_0, q8_0_planar, q4_0: per 32-dim block j, its scales (dab, dcd) and tiles 2j, 2j+1
+      auto u16 = [&](const char* row, int off) {
+        return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(row + off));
+      };
+      auto w32 = [&](const char* row, int off) { return *reinterpret_cast<const uint32_t*>(row + off); };
+      // q8_0_planar: scale rows of keys a..d; wa..wd hold the fp16 scales of blocks j & ~1, j | 1
       const char* sa = vs_sm + (k0 + t2) * T::kVScalePitch;
-      const char* sb = sa + T::kVScalePitch;
       const char* sc = sa + 8 * T::kVScalePitch;
-      const char* sd = sc + T::kVScalePitch;
-      uint32_t wa = 0, wb = 0, wc = 0, wd = 0;  // fp16 scales of blocks j & ~1, j | 1
+      uint32_t wa = 0, wb = 0, wc = 0, wd = 0;
+      constexpr int kBlockBytes = VF == VFormat::q8_0 ? 34 : 18;  // ggml blocks: fp16 scale, then quants
       PACKFA_UNROLL
       for (int j = 0; j < D / 32; ++j) {
-        auto w32 = [&](const char* row, int off) { return *reinterpret_cast<const uint32_t*>(row + off); };
-        if ((j & 1) == 0) {
-          wa = w32(sa, 2 * j);
-          wb = w32(sb, 2 * j);
-          wc = w32(sc, 2 * j);
-          wd = w32(sd, 2 * j);
+        uint32_t dab, dcd, a0[4], a1[4];
+        if constexpr (VF == VFormat::q8_0_planar) {  // quants 16-byte aligned: one word per key, no straddle
+          if ((j & 1) == 0) {
+            wa = w32(sa, 2 * j);
+            wb = w32(sa + T::kVScalePitch, 2 * j);
+            wc = w32(sc, 2 * j);
+            wd = w32(sc + T::kVScalePitch, 2 * j);
+          }
+          const uint32_t sel = (j & 1) ? 0x7632 : 0x5410;
+          dab = arch::byte_perm(wa, wb, sel);
+          dcd = arch::byte_perm(wc, wd, sel);
+          const int o = 32 * j + 4 * g;
+          const uint32_t xa = w32(ka, o), xb = w32(kb, o), xc = w32(kc, o), xd = w32(kd, o);
+          i8_tile_to_half2(a0, xa, xb, xc, xd, 0);
+          i8_tile_to_half2(a1, xa, xb, xc, xd, 2);
+        } else {
+          const int sb = j * kBlockBytes;
+          dab = arch::byte_perm(u16(ka, sb), u16(kb, sb), 0x5410);
+          dcd = arch::byte_perm(u16(kc, sb), u16(kd, sb), 0x5410);
+          if constexpr (VF == VFormat::q8_0) {
+            // bytes 4g..4g+3 of the block's quants: 4-byte aligned for odd j; for even j they
+            // straddle two aligned words (w0 bytes 2,3 and w1 bytes 0,1)
+            const bool odd = (j & 1) != 0;
+            const int o0 = odd ? sb + 2 + 4 * g : sb + 4 * g;
+            const int o1 = odd ? o0 : o0 + 4;
+            const uint32_t i0 = odd ? 0 : 2, i1 = odd ? 2 : 0;
+            const uint32_t xa0 = w32(ka, o0), xb0 = w32(kb, o0), xc0 = w32(kc, o0), xd0 = w32(kd, o0);
+            const uint32_t xa1 = odd ? xa0 : w32(ka, o1), xb1 = odd ? xb0 : w32(kb, o1);
+            const uint32_t xc1 = odd ? xc0 : w32(kc, o1), xd1 = odd ? xd0 : w32(kd, o1);
+            i8_tile_to_half2(a0, xa0, xb0, xc0, xd0, i0);
+            i8_tile_to_half2(a1, xa1, xb1, xc1, xd1, i1);
+          } else {  // q4_0: bytes 2g, 2g+1 of the block's quants
+            const int o = sb + 2 + 2 * g;
+            const uint32_t ab0 = arch::byte_perm(u16(ka, o), u16(kb, o), 0x0400);  // byte 2g of keys a, b
+            const uint32_t ab1 = arch::byte_perm(u16(ka, o), u16(kb, o), 0x0501);  // byte 2g+1
+            const uint32_t cd0 = arch::byte_perm(u16(kc, o), u16(kd, o), 0x0400);
+            const uint32_t cd1 = arch::byte_perm(u16(kc, o), u16(kd, o), 0x0501);
+            a0[0] = q4_lo_to_half2(ab0);
+            a0[1] = q4_lo_to_half2(ab1);
+            a0[2] = q4_lo_to_half2(cd0);
+            a0[3] = q4_lo_to_half2(cd1);
+            a1[0] = q4_hi_to_half2(ab0);
+            a1[1] = q4_hi_to_half2(ab1);
+            a1[2] = q4_hi_to_half2(cd0);
+            a1[3] = q4_hi_to_half2(cd1);
+          }
         }
-        const uint32_t sel = (j & 1) ? 0x7632 : 0x5410;
-        const uint32_t dab = arch::byte_perm(wa, wb, sel), dcd = arch::byte_perm(wc, wd, sel);
-        uint32_t bj[NT][2];
+        uint32_t bj[NT][2];  // P times the block scale of its key
         PACKFA_UNROLL
         for (int nt = 0; nt < NT; ++nt) {
           bj[nt][0] = arch::hmul2(pb[nt][0], dab);
           bj[nt][1] = arch::hmul2(pb[nt][1], dcd);
-        }
-        const int o = 32 * j + 4 * g;
-        const uint32_t xa = w32(ka, o), xb = w32(kb, o), xc = w32(kc, o), xd = w32(kd, o);
-        const uint32_t a0[4] = {i8_pair_to_half2(xa, xb, 0), i8_pair_to_half2(xa, xb, 1), i8_pair_to_half2(xc, xd, 0),
-                                i8_pair_to_half2(xc, xd, 1)};
-        const uint32_t a1[4] = {i8_pair_to_half2(xa, xb, 2), i8_pair_to_half2(xa, xb, 3), i8_pair_to_half2(xc, xd, 2),
-                                i8_pair_to_half2(xc, xd, 3)};
-        PACKFA_UNROLL
-        for (int nt = 0; nt < NT; ++nt) {
-          arch::mma_16x8x16_f16(acc.c[2 * j][nt], a0, bj[nt][0], bj[nt][1]);
-          arch::mma_16x8x16_f16(acc.c[2 * j + 1][nt], a1, bj[nt][0], bj[nt][1]);
-        }
-      }
-    } else {
-      constexpr int kBlockBytes = VF == VFormat::q8_0 ? 34 : 18;
-      PACKFA_UNROLL
-      for (int j = 0; j < D / 32; ++j) {
-        auto u16 = [&](const char* row, int off) {
-          return static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(row + off));
-        };
-        const int sb = j * kBlockBytes;  // block j: fp16 scale, then quants
-        const uint32_t dab = arch::byte_perm(u16(ka, sb), u16(kb, sb), 0x5410);
-        const uint32_t dcd = arch::byte_perm(u16(kc, sb), u16(kd, sb), 0x5410);
-        uint32_t bj[NT][2];
-        PACKFA_UNROLL
-        for (int nt = 0; nt < NT; ++nt) {
-          bj[nt][0] = arch::hmul2(pb[nt][0], dab);
-          bj[nt][1] = arch::hmul2(pb[nt][1], dcd);
-        }
-        uint32_t a0[4], a1[4];  // tiles 2j and 2j+1
-        if constexpr (VF == VFormat::q8_0) {
-          // bytes 4g..4g+3 of the block's quants: 4-byte aligned for odd j; for even j they
-          // straddle two aligned words (w0 bytes 2,3 and w1 bytes 0,1)
-          auto w32 = [&](const char* row, int off) { return *reinterpret_cast<const uint32_t*>(row + off); };
-          const bool odd = (j & 1) != 0;
-          const int o0 = odd ? sb + 2 + 4 * g : sb + 4 * g;
-          const int o1 = odd ? o0 : o0 + 4;
-          const uint32_t i0 = odd ? 0 : 2, i1 = odd ? 2 : 0;
-          const uint32_t xa0 = w32(ka, o0), xb0 = w32(kb, o0), xc0 = w32(kc, o0), xd0 = w32(kd, o0);
-          const uint32_t xa1 = odd ? xa0 : w32(ka, o1), xb1 = odd ? xb0 : w32(kb, o1);
-          const uint32_t xc1 = odd ? xc0 : w32(kc, o1), xd1 = odd ? xd0 : w32(kd, o1);
-          a0[0] = i8_pair_to_half2(xa0, xb0, i0);
-          a0[1] = i8_pair_to_half2(xa0, xb0, i0 + 1);
-          a0[2] = i8_pair_to_half2(xc0, xd0, i0);
-          a0[3] = i8_pair_to_half2(xc0, xd0, i0 + 1);
-          a1[0] = i8_pair_to_half2(xa1, xb1, i1);
-          a1[1] = i8_pair_to_half2(xa1, xb1, i1 + 1);
-          a1[2] = i8_pair_to_half2(xc1, xd1, i1);
-          a1[3] = i8_pair_to_half2(xc1, xd1, i1 + 1);
-        } else {  // q4_0: bytes 2g, 2g+1 of the block's quants
-          const int o = sb + 2 + 2 * g;
-          const uint32_t ab0 = arch::byte_perm(u16(ka, o), u16(kb, o), 0x0400);  // byte 2g of keys a, b
-          const uint32_t ab1 = arch::byte_perm(u16(ka, o), u16(kb, o), 0x0501);  // byte 2g+1
-          const uint32_t cd0 = arch::byte_perm(u16(kc, o), u16(kd, o), 0x0400);
-          const uint32_t cd1 = arch::byte_perm(u16(kc, o), u16(kd, o), 0x0501);
-          a0[0] = q4_lo_to_half2(ab0);
-          a0[1] = q4_lo_to_half2(ab1);
-          a0[2] = q4_lo_to_half2(cd0);
-          a0[3] = q4_lo_to_half2(cd1);
-          a1[0] = q4_hi_to_half2(ab0);
-          a1[1] = q4_hi_to_half2(ab1);
-          a1[2] = q4_hi_to_half2(cd0);
-          a1[3] = q4_hi_to_half2(cd1);
         }
         PACKFA_UNROLL
         for (int nt = 0; nt < NT; ++nt) {
