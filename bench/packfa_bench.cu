@@ -1,17 +1,18 @@
 // bench/packfa_bench.cu — decode / MTP sweeps of fa_packed16_forward.
 //
-// For every case: median µs of >= 50 timed calls after warm-up (CUDA events around each
-// call, split + combine included), the bytes a perfect kernel must move (K payload + scales
-// + V of every visible key, Q, O), GB/s, % of a device-to-device copy measured in this run,
-// and the ratio against the in-house f16-K kernel (same template, plain fp16 K) on the same
-// shape and V format. Inputs are random (never zeros) and rotate among enough copies to
-// exceed the L2 cache. Before each timed call a one-block spin kernel (~40 µs) keeps the GPU
-// busy while the host enqueues the call, so the events bracket device time (both kernels and
-// the gap between them), not host launch latency. Also the pack -> attention -> combine
-// chain with/without PDL and in and out of a CUDA graph (issue 5, bench 8c).
+// For every case: the device time of one call (split + combine and the launch gap in front,
+// median of >= 50 event-timed runs after warm-up, see run()), the bytes a perfect kernel must
+// move (K payload + scales + V of every visible key, Q, O), GB/s, % of a device-to-device
+// copy measured in this run, and the ratio against the in-house f16-K kernel (same template,
+// plain fp16 K) on the same shape and V format. Inputs are random (never zeros) and rotate
+// among enough copies to exceed the L2 cache. A one-block spin kernel (~40 us) runs before
+// each call, so the host has enqueued the call before the GPU reaches it: the events time
+// device work, not host launch latency. Also the pack -> attention -> combine chain
+// with/without PDL and in and out of a CUDA graph (issue 5, bench 8c). --trace (builds with
+// PACKFA_TRACE): a per-block timeline of one more call (include/packfa/device/trace.hpp).
 //
 //   packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only] [--kv N] [--nq N] [--d N]
-//                [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline] [--splits N]
+//                [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline] [--splits N] [--trace]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,6 +27,12 @@
 
 #include "packfa/api.hpp"
 #include "packfa/format.hpp"
+#if defined(PACKFA_TRACE)
+#include "packfa/device/trace.hpp"
+namespace packfa::detail {
+extern unsigned long long* g_trace;  // src/dispatch.cu (PACKFA_TRACE builds)
+}
+#endif
 
 #ifndef PACKFA_COMMIT
 #define PACKFA_COMMIT "unknown"
@@ -53,6 +60,7 @@ using namespace packfa;
 namespace {
 
 int g_splits = 0;  // --splits N: force the split-KV count (0 = the dispatcher's choice)
+bool g_trace = false;  // --trace (PACKFA_TRACE builds): per-block timeline of one more call
 
 __device__ uint32_t hash32(uint64_t x) {
   x ^= x >> 33;
@@ -73,6 +81,18 @@ __global__ void spin_kernel(long long ns) {
     if (t - t0 >= ns) break;
   }
 }
+
+#if defined(PACKFA_TRACE)
+// The same, then the global timer at its end into *end (the trace's launch-gap reference).
+__global__ void spin_stamp_kernel(long long ns, unsigned long long* end) {
+  long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+  *end = static_cast<unsigned long long>(t);
+}
+#endif
 
 // kind 0: random int8 in [-127,127]; 1: fp16 scales ~0.01..0.05; 2: fp16 N(0,1)-ish;
 // 3: q8_0 blocks; 4: q4_0 blocks.
@@ -151,6 +171,7 @@ struct Case {
 
 struct Measured {
   double us = 0, bytes = 0, gbs = 0;
+  double us_event = 0;  // the session-1..3 figure: events right around the call (see run())
   int splits = 0;
   std::string kernel;
 };
@@ -166,6 +187,71 @@ std::vector<int> lengths(const Case& c) {
   for (int b = 0; b < c.batch; ++b)
     L[b] = c.batch == 1 ? c.kv : c.kv / 4 + static_cast<int>((static_cast<int64_t>(c.kv) * 3 / 4) * b / (c.batch - 1));
   return L;
+}
+
+// One more call with the per-block timeline on (device/trace.hpp): for each point, when the
+// blocks passed it (global timer, µs from the first block's entry: min / median / max) and
+// the median SM-clock cycles from the block's own entry.
+void trace_call(AttnParams& p, Timer& t) {
+#if defined(PACKFA_TRACE)
+  using namespace packfa::device;
+  const size_t n = static_cast<size_t>(kTraceKernels) * kTraceBlocks * kTracePoints * 2;
+  unsigned long long* buf;
+  CK(cudaMalloc(&buf, n * 8));
+  CK(cudaMemset(buf, 0, n * 8));
+  packfa::detail::g_trace = buf;
+  unsigned long long* spin_end;
+  CK(cudaMalloc(&spin_end, 8));
+  // PACKFA_TRACE_SPIN_SMEM=1: the spin kernel runs with the largest shared-memory carve-out
+  // (as a GEMM before the attention would), to tell launch latency from carve-out switching;
+  // PACKFA_TRACE_NO_EVENT=1: no event between the spin kernel and the call.
+  const bool spin_smem = std::getenv("PACKFA_TRACE_SPIN_SMEM") != nullptr;
+  const bool no_event = std::getenv("PACKFA_TRACE_NO_EVENT") != nullptr;
+  if (spin_smem) {
+    CK(cudaFuncSetAttribute(spin_stamp_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(spin_stamp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024));
+  }
+  // PACKFA_TRACE_WARM=1: the same call once more right before (code and data hot in L2)
+  if (std::getenv("PACKFA_TRACE_WARM")) PK(fa_packed16_forward(p, nullptr));
+  spin_stamp_kernel<<<1, 1, spin_smem ? 100 * 1024 : 0>>>(40000, spin_end);
+  if (!no_event) CK(cudaEventRecord(t.a));
+  PK(fa_packed16_forward(p, nullptr));
+  CK(cudaEventRecord(t.b));
+  CK(cudaEventSynchronize(t.b));
+  packfa::detail::g_trace = nullptr;
+  float ms;
+  CK(cudaEventElapsedTime(&ms, t.a, t.b));
+  std::vector<unsigned long long> h(n);
+  CK(cudaMemcpy(h.data(), buf, n * 8, cudaMemcpyDeviceToHost));
+  cudaFree(buf);
+  unsigned long long spin_t = 0;
+  CK(cudaMemcpy(&spin_t, spin_end, 8, cudaMemcpyDeviceToHost));
+  cudaFree(spin_end);
+  auto at = [&](int k, int blk, int pt, int w) { return h[((static_cast<size_t>(k) * kTraceBlocks + blk) * kTracePoints + pt) * 2 + w]; };
+  unsigned long long t0 = ~0ull;
+  for (int blk = 0; blk < kTraceBlocks; ++blk)
+    if (at(0, blk, 0, 1)) t0 = std::min(t0, at(0, blk, 0, 1));
+  std::printf("  trace (events: %.1f us; global timer from the first split block's entry, us; cycles from the block's entry)\n", ms * 1e3);
+  std::printf("    spin kernel end -> first split block entry: %.2f us\n", (static_cast<double>(t0) - static_cast<double>(spin_t)) * 1e-3);
+  const char* names[2][kTracePoints] = {
+      {"entry", "pdl wait", "key range", "1st stage", "q set-up", "1st copy", "1st chunk", "loop end", "merged", "end"},
+      {"entry", "pdl wait", "end"}};
+  for (int k = 0; k < kTraceKernels; ++k)
+    for (int pt = 0; pt < kTracePoints && names[k][pt]; ++pt) {
+      std::vector<double> g, c;
+      for (int blk = 0; blk < kTraceBlocks; ++blk) {
+        if (!at(k, blk, pt, 1)) continue;
+        g.push_back((static_cast<double>(at(k, blk, pt, 1)) - static_cast<double>(t0)) * 1e-3);
+        c.push_back(static_cast<double>(at(k, blk, pt, 0) - at(k, blk, 0, 0)));
+      }
+      if (g.empty()) continue;
+      std::sort(g.begin(), g.end());
+      std::printf("    %-8s %-10s blocks %4zu  t %7.2f %7.2f %7.2f us   %8.0f cycles\n", k ? "combine" : "split",
+                  names[k][pt], g.size(), g.front(), g[g.size() / 2], g.back(), median(c));
+    }
+#else
+  (void)p, (void)t;
+#endif
 }
 
 Measured run(const Case& c, int reps, size_t l2_bytes) {
@@ -241,25 +327,57 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.workspace = wsp;
   p.workspace_bytes = ws;
 
+  // Device time of one call, two ways, each the median of `reps` after 10 warm-ups:
+  //  - us: events before a 40 us spin kernel and after the call, minus the same for the spin
+  //    kernel alone: the time the call adds behind a running kernel (its launch gap, both
+  //    kernels and the gap between them), as in a stream or graph of back-to-back kernels;
+  //  - us_event (sessions 1-3): spin kernel, event, call, event. The event between the spin
+  //    kernel and the call delays the call's launch: about 3.3 us at kv = 4k on the H200
+  //    (globaltimer trace: spin end -> first block 4.35 us with it, 1.0 us without).
   Timer t;
-  std::vector<double> us;
+  std::vector<double> us_all, us_spin, us_event;
+  auto elapsed_us = [&] {
+    CK(cudaEventSynchronize(t.b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, t.a, t.b));
+    return ms * 1e3;
+  };
   for (int i = 0; i < reps + 10; ++i) {
-    const Set& s = sets[i % nsets];
+    // two calls per iteration, each on its own set: no call reads what the one before read
+    const Set& s = sets[(2 * i) % nsets];
     p.k.data = s.k;
     p.k.scales = packed ? s.s : nullptr;
     p.v.data = s.v;
     p.v.scales = s.vs;
+    CK(cudaEventRecord(t.a));
+    spin_kernel<<<1, 1>>>(40000);
+    PK(fa_packed16_forward(p, nullptr));
+    CK(cudaEventRecord(t.b));
+    const double all = elapsed_us();
+    CK(cudaEventRecord(t.a));
+    spin_kernel<<<1, 1>>>(40000);
+    CK(cudaEventRecord(t.b));
+    const double spin = elapsed_us();
+    const Set& s2 = sets[(2 * i + 1) % nsets];
+    p.k.data = s2.k;
+    p.k.scales = packed ? s2.s : nullptr;
+    p.v.data = s2.v;
+    p.v.scales = s2.vs;
     spin_kernel<<<1, 1>>>(40000);
     CK(cudaEventRecord(t.a));
     PK(fa_packed16_forward(p, nullptr));
     CK(cudaEventRecord(t.b));
-    CK(cudaEventSynchronize(t.b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, t.a, t.b));
-    if (i >= 10) us.push_back(ms * 1e3);
+    const double ev = elapsed_us();
+    if (i >= 10) {
+      us_all.push_back(all);
+      us_spin.push_back(spin);
+      us_event.push_back(ev);
+    }
   }
+  if (g_trace) trace_call(p, t);
   Measured m;
-  m.us = median(us);
+  m.us = median(us_all) - median(us_spin);
+  m.us_event = median(us_event);
   double keys = 0;
   for (int l : L) keys += l;
   m.bytes = keys * (kslot + sslot + vslot + vsslot) + 2.0 * qn * 2;
@@ -426,13 +544,14 @@ int main(int argc, char** argv) {
     else if (a == "--no-baseline") no_base = true;
     else if (a == "--splits" && i + 1 < argc) g_splits = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--trace") g_trace = true;
     else if (a == "--chain-only") chain_only = true;
     else if (a == "--reps" && i + 1 < argc) reps = std::max(50, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr,
                    "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n"
                    "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
-                   "                    [--splits N]\n");
+                   "                    [--splits N] [--trace]\n");
       return 2;
     }
   }
@@ -463,8 +582,8 @@ int main(int argc, char** argv) {
       cases.push_back({256, 24, 4, 1, 1, 131072, vf, KFormat::packed16});
   }
   std::string rows;
-  std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s  %s\n", "D", "H/G", "nq", "batch", "kv", "V",
-              "dot", "us", "MB", "GB/s", "%copy", "f16K us", "speedup", "kernel");
+  std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s %8s  %s\n", "D", "H/G", "nq", "batch", "kv", "V",
+              "dot", "us", "MB", "GB/s", "%copy", "f16K us", "speedup", "event us", "kernel");
   for (const Case& c : cases) {
     if ((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
         (!only_v.empty() && only_v != vname(c.vf)))
@@ -474,17 +593,19 @@ int main(int argc, char** argv) {
     base.kf = KFormat::f16;
     const Measured mb = no_base ? m : run(base, reps, prop.l2CacheSize);
     const double pct = 100.0 * m.gbs / copy;
-    std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s %-6s %9.1f %9.1f %8.0f %5.1f%% %9.1f %6.2fx  %s s=%d\n", c.D, c.H, c.G, c.nq,
-                c.batch, c.kv, vname(c.vf), "int8", m.us, m.bytes / 1e6, m.gbs, pct, mb.us, mb.us / m.us,
+    std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s %-6s %9.1f %9.1f %8.0f %5.1f%% %9.1f %6.2fx %8.1f  %s s=%d\n", c.D, c.H, c.G,
+                c.nq, c.batch, c.kv, vname(c.vf), "int8", m.us, m.bytes / 1e6, m.gbs, pct, mb.us, mb.us / m.us, m.us_event,
                 m.kernel.c_str(), m.splits);
     char buf[1024];
     std::snprintf(buf, sizeof buf,
                   "%s{\"head_dim\":%d,\"n_q_heads\":%d,\"n_kv_heads\":%d,\"nq\":%d,\"batch\":%d,\"max_kv\":%d,"
                   "\"v_format\":\"%s\",\"k_format\":\"packed16\",\"dot\":\"int8\",\"median_us\":%.3f,\"bytes\":%.0f,"
                   "\"gb_per_s\":%.1f,\"pct_of_copy\":%.2f,\"splits\":%d,\"kernel\":\"%s\","
-                  "\"f16k_median_us\":%.3f,\"f16k_gb_per_s\":%.1f,\"f16k_pct_of_copy\":%.2f,\"speedup_vs_f16k\":%.3f}",
+                  "\"f16k_median_us\":%.3f,\"f16k_gb_per_s\":%.1f,\"f16k_pct_of_copy\":%.2f,\"speedup_vs_f16k\":%.3f,"
+                  "\"event_median_us\":%.3f,\"f16k_event_median_us\":%.3f}",
                   rows.empty() ? "" : ",\n    ", c.D, c.H, c.G, c.nq, c.batch, c.kv, vname(c.vf), m.us, m.bytes, m.gbs,
-                  pct, m.splits, m.kernel.c_str(), mb.us, mb.gbs, 100.0 * mb.gbs / copy, mb.us / m.us);
+                  pct, m.splits, m.kernel.c_str(), mb.us, mb.gbs, 100.0 * mb.gbs / copy, mb.us / m.us, m.us_event,
+                  mb.us_event);
     rows += buf;
   }
   const ChainResult ch = (only_kv || only_nq || only_d || !only_v.empty()) ? ChainResult{} : chain_bench(reps);
@@ -499,8 +620,9 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f,
                  "{\n  \"gpu\": \"%s\",\n  \"sms\": %d,\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n"
-                 "  \"copy_gb_per_s\": %.1f,\n  \"method\": \"median of %d event-timed calls after 10 warm-up, each behind a 40 us spin kernel (device time), "
-                 "inputs rotated past L2; copy = 1 GiB D2D memcpy, bytes read+written\",\n"
+                 "  \"copy_gb_per_s\": %.1f,\n  \"method\": \"median_us: median of %d event-timed (40 us spin kernel + call) minus median of the spin kernel alone "
+                 "(the device time the call adds behind a running kernel); event_median_us: spin kernel, event, call, event (the event delays the launch); "
+                 "10 warm-ups, inputs rotated past L2; copy = 1 GiB D2D memcpy, bytes read+written\",\n"
                  "  \"cases\": [\n    %s\n  ],\n"
                  "  \"chain_kv4096\": {\"stream_pdl_off_us\": %.3f, \"stream_pdl_on_us\": %.3f, "
                  "\"graph_pdl_off_us\": %.3f, \"graph_pdl_on_us\": %.3f}\n}\n",

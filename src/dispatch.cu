@@ -11,6 +11,7 @@
 #include "packfa/device/combine_limits.hpp"
 #include "packfa/device/fa_instances.hpp"
 #include "packfa/device/pack_params.hpp"
+#include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
 
 #if defined(PACKFA_BACKEND_HIP)
@@ -34,6 +35,11 @@ namespace detail {  // kernels/pack.*, kernels/combine.*
 Status launch_pack_k(const device::PackKKernelParams& kp, int64_t items, void* stream, int pdl);
 Status launch_quantize_v(const device::QuantVKernelParams& kp, int64_t items, void* stream, int pdl);
 Status launch_combine(const CombineParams& cp, int64_t rows, void* stream, int pdl);
+#if defined(PACKFA_TRACE)
+// Device buffer of kTraceKernels x kTraceBlocks x kTracePoints x {clock, globaltimer}, set
+// by the tool that reads it (packfa-bench --trace); null: no recording.
+unsigned long long* g_trace = nullptr;
+#endif
 }  // namespace detail
 namespace {
 
@@ -362,6 +368,9 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
     kp.part_ml = kp.part_o + rows * p.head_dim;
   }
 
+#if defined(PACKFA_TRACE)
+  kp.trace = detail::g_trace;
+#endif
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
@@ -383,6 +392,9 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
     cp.o_row = p.o.row_stride;
     cp.o_head = p.o.head_stride;
     cp.lse = p.lse;
+#if defined(PACKFA_TRACE)
+    if (detail::g_trace) cp.trace = detail::g_trace + device::kTraceBlocks * device::kTracePoints * 2;
+#endif
     PACKFA_TRY(detail::launch_combine(cp, static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads, stream, p.pdl));
   }
   return Status::Ok();

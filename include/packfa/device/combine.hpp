@@ -34,12 +34,15 @@ template <int kCols>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kernel(const CombineParams p) {
   constexpr int kRowsPerBlock = kCombineThreads / arch::kWaveSize;
   constexpr int kPer = kWarpCombineMaxSplits / arch::kWaveSize;  // (max, sum) pairs per lane
-  constexpr int kBatch = 16 / kCols;                              // split rows in flight per lane
+  // split rows in flight per lane: the decode shapes' 32-33 splits in one memory round trip
+  constexpr int kBatch = 40 / kCols;
   const int lane = arch::lane_id();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / arch::kWaveSize;
   const int64_t rows = static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads;
 
+  PACKFA_TRACE_AT(p, 0);
   pdl::wait();  // partials come from the split kernel
+  PACKFA_TRACE_AT(p, 1);
   pdl::launch_dependents();
   if (row >= rows) return;
   const int h = static_cast<int>(row % p.n_q_heads);
@@ -116,6 +119,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
     if (col < cols) store_o4(p, b, i, h, col, acc[c], inv);
   }
   if (lane == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
+  PACKFA_TRACE_AT(p, 2);
 }
 
 // More splits: one block per (sequence, query row, q head). The split states are read in parallel: the

@@ -26,6 +26,7 @@
 #include "packfa/device/arch.hpp"
 #include "packfa/device/fa_layout.hpp"
 #include "packfa/device/fa_params.hpp"
+#include "packfa/device/trace.hpp"
 #include "packfa/format.hpp"
 #include "packfa/pdl.hpp"
 
@@ -99,14 +100,22 @@ PACKFA_DEV void store_from_float(void* base, int type, int64_t idx, float v) {
 }
 
 // Copy `nrows` (<= kFaChunk) rows of ROW_BYTES from global (row stride in bytes) into shared
-// (PITCH), W bytes per copy. Four lanes share a row (each takes every fourth piece), eight
-// rows per pass: every copy has a compile-time offset from one per-lane pointer, so a copy
-// costs about one instruction, and each wave request reads 4·W contiguous bytes of 8 rows.
+// (PITCH), W bytes per copy. kLanes lanes share a row (each takes every kLanes-th piece):
+// every copy has a compile-time offset from one per-lane pointer, so a copy costs about one
+// instruction. kLanes is the largest power of two with kLanes·W <= the row: each wave request
+// then reads whole 128-byte lines of few rows (4 lanes per row read 8 rows' partial lines and
+// cost about twice the L1 wavefronts per byte; the first chunk's burst of copies is a good
+// part of the kv = 4k prologue).
+constexpr int stage_lanes(int pieces) {
+  int l = 1;
+  while (l * 2 <= pieces && l * 2 <= 32) l *= 2;
+  return l;
+}
 template <int ROW_BYTES, int PITCH, int W>
 PACKFA_DEV void stage_rows_w(char* smem, const char* g, int64_t stride, int nrows) {
   static_assert(ROW_BYTES % W == 0, "row bytes must be a multiple of the copy width");
   constexpr int kPer = ROW_BYTES / W;           // pieces per row
-  constexpr int kLanes = 4;                     // lanes per row
+  constexpr int kLanes = stage_lanes(kPer);     // lanes per row
   constexpr int kRows = arch::kWaveSize / kLanes;  // rows per pass
   constexpr int kM = (kPer + kLanes - 1) / kLanes;  // pieces per lane and row
   const int lane = arch::lane_id();
@@ -600,75 +609,88 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const int wave = tid / arch::kWaveSize;
   const int lane = arch::lane_id();
 
+  PACKFA_TRACE_AT(p, 0);
   // Everything below reads memory a predecessor kernel may write (Q, the cache, lengths).
   pdl::wait();
+  PACKFA_TRACE_AT(p, 1);
+
+  // The length load goes out first: the key range and the first chunk's copies wait on it.
+  const int kv_len = p.kv_len[b];
 
   // Q items: one wave per (row, 32-dim block), lane = dim, in batches of 8 per wave. The first
   // batch is loaded now: Q addresses do not depend on the lengths, so its latency overlaps
-  // the length load and the row set-up below (at kv = 4k the prologue is most of the kernel).
+  // the length load and the key range below (at kv = 4k the prologue is most of the kernel).
+  // Branch-free per item (one type switch per batch, the row's query index by a float
+  // reciprocal: exact for row numbers < 2^16), so the loads issue back to back.
   constexpr int kQItems = RMAX * T::kQBlocks;
   constexpr int kQPerWave = (kQItems + T::kWaves - 1) / T::kWaves;
   constexpr int kQBatch = kQPerWave < 8 ? kQPerWave : 8;
+  const float inv_gqa = 1.0f / static_cast<float>(p.gqa);
   auto load_q_batch = [&](int k0, float (&x)[kQBatch]) {
+    int64_t idx[kQBatch];
+    bool ok[kQBatch];
     PACKFA_UNROLL
     for (int k = 0; k < kQBatch; ++k) {
       const int item = wave + (k0 + k) * T::kWaves;
       const int r = item / T::kQBlocks, d = (item - r * T::kQBlocks) * 32 + lane;
-      x[k] = 0.0f;
-      if (k0 + k < kQPerWave && item < kQItems && r < nrows && d < D) {
-        const int g = row0 + r, qi = g / p.gqa, head = kvh * p.gqa + (g - qi * p.gqa);
-        const int64_t idx = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
-                            static_cast<int64_t>(head) * p.q_head + d;
-        x[k] = load_as_float(p.q, p.q_type, idx);
-        if (p.smooth) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + d];
+      const int g = row0 + r, qi = static_cast<int>((static_cast<float>(g) + 0.5f) * inv_gqa);
+      const int head = kvh * p.gqa + (g - qi * p.gqa);
+      ok[k] = k0 + k < kQPerWave && item < kQItems && r < nrows && d < D;
+      idx[k] = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+               static_cast<int64_t>(head) * p.q_head + d;
+    }
+    auto load_all = [&](auto one) {
+      PACKFA_UNROLL
+      for (int k = 0; k < kQBatch; ++k) x[k] = ok[k] ? one(idx[k]) : 0.0f;
+    };
+    if (p.q_type == static_cast<int>(DType::f16)) {
+      load_all([&](int64_t i) { return arch::half_to_float(static_cast<const uint16_t*>(p.q)[i]); });
+    } else if (p.q_type == static_cast<int>(DType::f32)) {
+      load_all([&](int64_t i) { return static_cast<const float*>(p.q)[i]; });
+    } else {
+      load_all([&](int64_t i) { return arch::bf16_to_float(static_cast<const uint16_t*>(p.q)[i]); });
+    }
+    if (p.smooth) {
+      PACKFA_UNROLL
+      for (int k = 0; k < kQBatch; ++k) {
+        const int item = wave + (k0 + k) * T::kWaves;
+        const int d = (item % T::kQBlocks) * 32 + lane;
+        if (ok[k]) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + d];
       }
     }
   };
   float xq[kQBatch];
   load_q_batch(0, xq);
 
-  const int kv_len = p.kv_len[b];
-
-  // ---- row facts + Q into shared memory ---------------------------------------------------
-  if (tid < RMAX) {
-    RowInfo ri{0, 0, 0.0f, 0, 0, 0, {0, 0}};
-    if (tid < nrows) {
-      const int g = row0 + tid;
-      ri.qi = g / p.gqa;
-      ri.head = kvh * p.gqa + (g - ri.qi * p.gqa);
-      ri.pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
-      if (p.alibi_n2 > 0) {
-        const int h = ri.head;
-        ri.slope = h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(h + 1))
-                                  : powf(p.alibi_m1, static_cast<float>(2 * (h - p.alibi_n2) + 1));
-      }
-      ri.key_lo = p.window > 0 ? ri.pos - p.window + 1 : 0;
-      ri.key_hi = p.causal ? ri.pos + 1 : kv_len;
+  // ---- key range of this block, straight from the lengths (no shared memory, no barrier: the
+  // first chunk's copies go out as soon as kv_len arrives; at kv = 4k the prologue is most of
+  // the kernel) -----------------------------------------------------------------------------------
+  // rows row0 .. row0 + nrows - 1 are query rows qi_lo .. qi_hi (row g: qi = g / gqa)
+  const int qi_lo = row0 / p.gqa, qi_hi = (row0 + nrows - 1) / p.gqa;
+  int pmin, pmax;
+  if (p.q_pos) {
+    const int32_t* qp = p.q_pos + static_cast<int64_t>(b) * p.nq;
+    pmin = 0x7fffffff;
+    pmax = -1;
+    for (int qi = qi_lo; qi <= qi_hi; ++qi) {
+      const int pos = qp[qi];
+      pmin = min(pmin, pos);
+      pmax = max(pmax, pos);
     }
-    rinfo[tid] = ri;
+  } else {
+    pmin = kv_len - p.nq + qi_lo;
+    pmax = kv_len - p.nq + qi_hi;
   }
-  __syncthreads();
-
-  // ---- key range of this block ----------------------------------------------------------------
-  int lo = 0, hi = kv_len;
-  {
-    int pmin = 0x7fffffff, pmax = -1;
-    for (int r = 0; r < nrows; ++r) {
-      pmin = min(pmin, rinfo[r].pos);
-      pmax = max(pmax, rinfo[r].pos);
-    }
-    if (p.causal) hi = min(hi, pmax + 1);
-    if (p.window > 0) lo = max(0, pmin - p.window + 1);
-  }
+  const int lo = p.window > 0 ? max(0, pmin - p.window + 1) : 0;
+  const int hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
   const int k_begin = lo + split * p.split_len;
   const int k_end = min(hi, k_begin + p.split_len);
   const int nchunks = k_end > k_begin ? (k_end - k_begin + T::kChunk - 1) / T::kChunk : 0;
-  // keys [all_lo, all_hi) are visible to every row of the block
-  int all_lo = 0, all_hi = k_end;
-  for (int r = 0; r < nrows; ++r) {
-    all_lo = max(all_lo, rinfo[r].key_lo);
-    all_hi = min(all_hi, rinfo[r].key_hi);
-  }
+  // keys [all_lo, all_hi) are visible to every row of the block (row r: [pos - window + 1, pos + 1)
+  // or [0, kv_len))
+  const int all_lo = p.window > 0 ? max(0, pmax - p.window + 1) : 0;
+  const int all_hi = p.causal ? min(k_end, pmin + 1) : k_end;
+  PACKFA_TRACE_AT(p, 2);
 
   // ---- per-wave streaming loop ----------------------------------------------------------------
   char* wave_smem = loop_smem + wave * T::kWaveBytes;
@@ -735,6 +757,26 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   int it = 0;
   int chunk = wave;
   if (chunk < nchunks) stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
+  PACKFA_TRACE_AT(p, 3);
+
+  // ---- row facts (read after the barrier that ends the Q set-up) ------------------------------
+  if (tid < RMAX) {
+    RowInfo ri{0, 0, 0.0f, 0, 0, 0, {0, 0}};
+    if (tid < nrows) {
+      const int g = row0 + tid;
+      ri.qi = g / p.gqa;
+      ri.head = kvh * p.gqa + (g - ri.qi * p.gqa);
+      ri.pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
+      if (p.alibi_n2 > 0) {
+        const int h = ri.head;
+        ri.slope = h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(h + 1))
+                                  : powf(p.alibi_m1, static_cast<float>(2 * (h - p.alibi_n2) + 1));
+      }
+      ri.key_lo = p.window > 0 ? ri.pos - p.window + 1 : 0;
+      ri.key_hi = p.causal ? ri.pos + 1 : kv_len;
+    }
+    rinfo[tid] = ri;
+  }
 
   // ---- Q into shared memory, while the first chunk streams in --------------------------------
   // int8 with a wave max for the block scale (softmax scale folded in, and log2(e) where the
@@ -761,6 +803,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     }
   }
   __syncthreads();
+  PACKFA_TRACE_AT(p, 4);
 
   // A fragments of Q for the tensor-core Q·K, rows lane/4 + 8h (zero past RMAX). int8: bytes
   // 4·(lane%4).. of each 16-dim piece in [piece][h]; fp16: dims 2·(lane%4) (+1) in [piece][h],
@@ -843,6 +886,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       }
     }
     arch::sync_wave();
+    if (it == 0) PACKFA_TRACE_AT(p, 5);
     const int key = key0 + lane;
 
     if constexpr (T::kMmaQk) {
@@ -1066,7 +1110,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       }
     }
     arch::sync_wave();  // this stage and pbuf are rewritten next iteration
+    if (it == 0) PACKFA_TRACE_AT(p, 6);
   }
+  PACKFA_TRACE_AT(p, 7);
 
   // ---- merge the waves ----------------------------------------------------------------------
   __syncthreads();  // the loop buffers become the merge area
@@ -1112,23 +1158,31 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         }
   }
   __syncthreads();
+  PACKFA_TRACE_AT(p, 8);
 
   // Split output is written by every block; the work it reads is done, so dependents may start.
   pdl::launch_dependents();
 
+  // Each thread merges 4 dims of one row (float4 reads of the wave states, one 16-byte store
+  // of the partial): at kv = 4k the block's end is on the critical path.
   const bool final_out = p.num_splits == 1;
-  for (int item = tid; item < nrows * D; item += T::kThreads) {
-    const int r = item / D, d = item - r * D;
+  for (int item = tid; item < nrows * (D / 4); item += T::kThreads) {
+    const int r = item / (D / 4), d = 4 * (item - r * (D / 4));
     float M = kNegInf;
 #pragma unroll
     for (int w = 0; w < T::kWaves; ++w) M = fmaxf(M, mg_ml[(w * RMAX + r) * 2]);
-    float L = 0.0f, O = 0.0f;
+    float L = 0.0f;
+    float4 O = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int w = 0; w < T::kWaves; ++w) {
       const float mw = mg_ml[(w * RMAX + r) * 2];
       const float f = mw == kNegInf ? 0.0f : arch::exp2_fast(mw - M);
+      const float4 a = *reinterpret_cast<const float4*>(&mg_acc[(w * RMAX + r) * D + d]);
       L += f * mg_ml[(w * RMAX + r) * 2 + 1];
-      O += f * mg_acc[(w * RMAX + r) * D + d];
+      O.x += f * a.x;
+      O.y += f * a.y;
+      O.z += f * a.z;
+      O.w += f * a.w;
     }
     const RowInfo ri = rinfo[r];
     if (final_out) {
@@ -1137,26 +1191,30 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         const float Mn = fmaxf(M, sk);
         const float f = M == kNegInf ? 0.0f : arch::exp2_fast(M - Mn);
         L = L * f + arch::exp2_fast(sk - Mn);
-        O *= f;
+        O.x *= f;
+        O.y *= f;
+        O.z *= f;
+        O.w *= f;
         M = Mn;
       }
-      const float out = L > 0.0f ? O / L : 0.0f;
+      const float inv = L > 0.0f ? 1.0f / L : 0.0f;
       const int64_t oidx = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(ri.qi) * p.o_row +
                            static_cast<int64_t>(ri.head) * p.o_head + d;
-      store_from_float(p.o, p.o_type, oidx, out);
+      store_from_float(p.o, p.o_type, oidx, O.x * inv);
+      store_from_float(p.o, p.o_type, oidx + 1, O.y * inv);
+      store_from_float(p.o, p.o_type, oidx + 2, O.z * inv);
+      store_from_float(p.o, p.o_type, oidx + 3, O.w * inv);
       if (d == 0 && p.lse) {
         p.lse[(static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.head] =
             L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
       }
     } else {
       const int64_t prow = ((static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.head) * p.num_splits + split;
-      p.part_o[prow * D + d] = O;
-      if (d == 0) {
-        p.part_ml[prow * 2] = M;
-        p.part_ml[prow * 2 + 1] = L;
-      }
+      *reinterpret_cast<float4*>(p.part_o + prow * D + d) = O;
+      if (d == 0) *reinterpret_cast<float2*>(p.part_ml + prow * 2) = make_float2(M, L);
     }
   }
+  PACKFA_TRACE_AT(p, 9);
 }
 
 }  // namespace packfa::device

@@ -71,6 +71,8 @@ struct FaKernelParams {
   // split partials: [b][i][h][split][head_dim] unnormalised O, and [..][split][2] (max, sum)
   float* part_o;
   float* part_ml;
+
+  unsigned long long* trace;  // per-block timeline (builds with PACKFA_TRACE; else unused, null)
 };
 
 struct CombineParams {
@@ -83,6 +85,7 @@ struct CombineParams {
   int o_type;
   int64_t o_seq, o_row, o_head;
   float* lse;
+  unsigned long long* trace;  // as FaKernelParams::trace
 };
 
 }  // namespace packfa
