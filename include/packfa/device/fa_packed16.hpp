@@ -102,14 +102,15 @@ PACKFA_DEV void store_from_float(void* base, int type, int64_t idx, float v) {
 // Copy `nrows` (<= kFaChunk) rows of ROW_BYTES from global (row stride in bytes) into shared
 // (PITCH), W bytes per copy. kLanes lanes share a row (each takes every kLanes-th piece):
 // every copy has a compile-time offset from one per-lane pointer, so a copy costs about one
-// instruction. kLanes is the largest power of two with kLanes·W <= the row: each wave request
-// then reads whole 128-byte lines of few rows (4 lanes per row read 8 rows' partial lines and
-// cost about twice the L1 wavefronts per byte; the first chunk's burst of copies is a good
-// part of the kv = 4k prologue).
+// instruction. Rows of a power-of-two number of pieces get one lane per piece (up to 32):
+// each wave request then reads whole 128-byte lines of a few rows; 4 lanes per row (8 rows'
+// partial lines per request) cost about twice the L1 wavefronts per byte. Other rows (ggml
+// q8_0: 17 pieces of 8 bytes) keep 4 lanes per row: with 16 the 17th piece needs a pass of
+// its own, and the 16-row class lost 10% at kv = 128k (A/B on the H200, bench/NOTES.md).
 constexpr int stage_lanes(int pieces) {
   int l = 1;
   while (l * 2 <= pieces && l * 2 <= 32) l *= 2;
-  return l;
+  return (pieces & (pieces - 1)) == 0 ? l : (l < 4 ? l : 4);
 }
 template <int ROW_BYTES, int PITCH, int W>
 PACKFA_DEV void stage_rows_w(char* smem, const char* g, int64_t stride, int nrows) {
