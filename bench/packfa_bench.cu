@@ -249,6 +249,32 @@ void trace_call(AttnParams& p, Timer& t) {
       std::printf("    %-8s %-10s blocks %4zu  t %7.2f %7.2f %7.2f us   %8.0f cycles\n", k ? "combine" : "split",
                   names[k][pt], g.size(), g.front(), g[g.size() / 2], g.back(), median(c));
     }
+  // Block end times per multiprocessor: is the tail one block of a pair, or whole SMs?
+  {
+    std::vector<std::vector<double>> per_sm(1024);
+    for (int blk = 0; blk < kTraceBlocks; ++blk) {
+      if (!at(0, blk, 9, 1)) continue;
+      const size_t sm = static_cast<size_t>(at(0, blk, kTracePoints - 1, 0));
+      if (sm < per_sm.size()) per_sm[sm].push_back((static_cast<double>(at(0, blk, 9, 1)) - static_cast<double>(t0)) * 1e-3);
+    }
+    std::vector<double> first, last, gap;
+    for (auto& v : per_sm) {
+      if (v.size() < 2) continue;
+      std::sort(v.begin(), v.end());
+      first.push_back(v.front());
+      last.push_back(v.back());
+      gap.push_back(v.back() - v.front());
+    }
+    if (!first.empty()) {
+      std::sort(first.begin(), first.end());
+      std::sort(last.begin(), last.end());
+      std::sort(gap.begin(), gap.end());
+      std::printf("    per SM (%zu SMs with >= 2 blocks): earlier block ends %.1f / %.1f / %.1f us, later %.1f / %.1f / %.1f, "
+                  "gap %.1f / %.1f / %.1f (min / median / max)\n",
+                  first.size(), first.front(), first[first.size() / 2], first.back(), last.front(), last[last.size() / 2],
+                  last.back(), gap.front(), gap[gap.size() / 2], gap.back());
+    }
+  }
 #else
   (void)p, (void)t;
 #endif

@@ -25,6 +25,11 @@ PACKFA_DEV void trace_at(unsigned long long* buf, int point) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
     buf[(blk * kTracePoints + point) * 2] = static_cast<unsigned long long>(clock64());
     buf[(blk * kTracePoints + point) * 2 + 1] = gt;
+    if (point == 0) {  // the last slot of the block: its multiprocessor
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      buf[(blk * kTracePoints + kTracePoints - 1) * 2] = sm;
+    }
   }
 #else
   (void)buf, (void)point;
