@@ -107,10 +107,17 @@ PACKFA_DEV void store_from_float(void* base, int type, int64_t idx, float v) {
 // partial lines per request) cost about twice the L1 wavefronts per byte. Other rows (ggml
 // q8_0: 17 pieces of 8 bytes) keep 4 lanes per row: with 16 the 17th piece needs a pass of
 // its own, and the 16-row class lost 10% at kv = 128k (A/B on the H200, bench/NOTES.md).
+// RDNA keeps 4 lanes per row everywhere: its copies go through registers, and whole-line rows
+// raised the 4-row instances' VGPRs (q8_0_planar D = 128: 89 -> 109, docs/rdna.md) with no
+// AMD measurement to pay for it.
 constexpr int stage_lanes(int pieces) {
+#if defined(PACKFA_BACKEND_HIP)
+  return pieces < 4 ? pieces : 4;
+#else
   int l = 1;
   while (l * 2 <= pieces && l * 2 <= 32) l *= 2;
   return (pieces & (pieces - 1)) == 0 ? l : (l < 4 ? l : 4);
+#endif
 }
 template <int ROW_BYTES, int PITCH, int W>
 PACKFA_DEV void stage_rows_w(char* smem, const char* g, int64_t stride, int nrows) {
