@@ -1,6 +1,6 @@
 // packfa/device/trace.hpp — optional per-block timeline of the attention kernels (a build
 // with -DPACKFA_TRACE; otherwise the points compile to nothing). Thread 0 of each block writes
-// the SM clock and the global timer at numbered points into params.trace, which the
+// the SM clock and the global timer at numbered points (and its SM id) into params.trace, which the
 // dispatcher takes from detail::g_trace; packfa-bench --trace prints the timeline
 // (bench/NOTES.md). Used to find where short kernels (kv = 4k) spend their time.
 #pragma once
