@@ -794,14 +794,18 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 #pragma unroll 1
   for (int k0 = 0; k0 < kQPerWave; k0 += kQBatch) {
     if (k0 > 0) load_q_batch(k0, xq);
+    // the batch's wave maxima first, with no branch between them, so their shuffle chains
+    // overlap (items past the end hold zeros; at kv = 4k this set-up is on the critical path)
+    float amax[kQBatch];
+    PACKFA_UNROLL
+    for (int k = 0; k < kQBatch; ++k) amax[k] = T::kInt8Q ? arch::group_max(fabsf(xq[k])) : 0.0f;
     PACKFA_UNROLL
     for (int k = 0; k < kQBatch; ++k) {
       const int item = wave + (k0 + k) * T::kWaves;
       if (k0 + k >= kQPerWave || item >= kQItems) break;
       const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks, d = qb * 32 + lane;
       if constexpr (T::kInt8Q) {
-        const float amax = arch::group_max(fabsf(xq[k]));
-        const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        const float qd = amax[k] / 127.0f, inv = amax[k] > 0.0f ? 127.0f / amax[k] : 0.0f;
         const int qv = arch::round_to_int(xq[k] * inv);
         if (d < D) reinterpret_cast<int8_t*>(q_smem)[r * D + d] = static_cast<int8_t>(max(-127, min(127, qv)));
         if (lane == 0) reinterpret_cast<float*>(q_smem + RMAX * D)[r * T::kQBlocks + qb] = qd * q_scale_mul;
