@@ -231,7 +231,9 @@ void trace_call(AttnParams& p, Timer& t) {
   unsigned long long t0 = ~0ull;
   for (int blk = 0; blk < kTraceBlocks; ++blk)
     if (at(0, blk, 0, 1)) t0 = std::min(t0, at(0, blk, 0, 1));
-  std::printf("  trace (events: %.1f us; global timer from the first split block's entry, us; cycles from the block's entry)\n", ms * 1e3);
+  char ev[32] = "n/a";  // PACKFA_TRACE_NO_EVENT: no start event for this call
+  if (!no_event) std::snprintf(ev, sizeof ev, "%.1f us", ms * 1e3);
+  std::printf("  trace (events: %s; global timer from the first split block's entry, us; cycles from the block's entry)\n", ev);
   std::printf("    spin kernel end -> first split block entry: %.2f us\n", (static_cast<double>(t0) - static_cast<double>(spin_t)) * 1e-3);
   const char* names[2][kTracePoints] = {
       {"entry", "pdl wait", "key range", "1st stage", "q set-up", "1st copy", "1st chunk", "loop end", "merged", "end"},
