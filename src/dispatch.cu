@@ -374,7 +374,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
-  const dim3 grid(pl.splits, p.n_kv_heads, p.batch * pl.row_groups);
+  const dim3 grid(p.n_kv_heads, pl.splits, p.batch * pl.row_groups);  // kernel: blockIdx.x = KV head
   PACKFA_TRY(launch(pl.inst->kernel, grid, dim3(pl.inst->threads), pl.inst->smem_bytes, stream, kp, opt));
   if (pl.splits > 1) {
     CombineParams cp{};

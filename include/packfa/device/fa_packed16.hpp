@@ -607,8 +607,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   RowInfo* rinfo = reinterpret_cast<RowInfo*>(smem + T::kQBytes);
   char* loop_smem = smem + T::kQBytes + T::kRowInfoBytes;
 
-  const int split = blockIdx.x;
-  const int kvh = blockIdx.y;
+  // grid (KV head, split, sequence x row group): consecutive blocks take different heads, so
+  // the blocks that share a multiprocessor stream from different parts of the cache (A/B on
+  // the H200, split-major grid: 0-6% slower at 128k, bench/NOTES.md)
+  const int kvh = blockIdx.x;
+  const int split = blockIdx.y;
   const int b = blockIdx.z / p.row_groups;
   const int rg = blockIdx.z - b * p.row_groups;
   const int row0 = rg * RMAX;

@@ -16,6 +16,7 @@ enum class QKMode : int {
   f16 = 2,            // fp16-rounded Q × fp16 K (the in-house baseline / plain f16 caches)
 };
 
+// The split kernel runs on a grid of (n_kv_heads, num_splits, batch * row_groups) blocks.
 struct FaKernelParams {
   static constexpr bool pdl_aware = true;  // launched through packfa::launch with PDL
 
