@@ -639,11 +639,13 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const float inv_gqa = 1.0f / static_cast<float>(p.gqa);
   auto load_q_batch = [&](int k0, float (&x)[kQBatch]) {
     int64_t idx[kQBatch];
+    int dim[kQBatch];
     bool ok[kQBatch];
     PACKFA_UNROLL
     for (int k = 0; k < kQBatch; ++k) {
       const int item = wave + (k0 + k) * T::kWaves;
       const int r = item / T::kQBlocks, d = (item - r * T::kQBlocks) * 32 + lane;
+      dim[k] = d;
       const int g = row0 + r, qi = static_cast<int>((static_cast<float>(g) + 0.5f) * inv_gqa);
       const int head = kvh * p.gqa + (g - qi * p.gqa);
       ok[k] = k0 + k < kQPerWave && item < kQItems && r < nrows && d < D;
@@ -663,11 +665,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     }
     if (p.smooth) {
       PACKFA_UNROLL
-      for (int k = 0; k < kQBatch; ++k) {
-        const int item = wave + (k0 + k) * T::kWaves;
-        const int d = (item % T::kQBlocks) * 32 + lane;
-        if (ok[k]) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + d];
-      }
+      for (int k = 0; k < kQBatch; ++k)
+        if (ok[k]) x[k] *= p.smooth[static_cast<int64_t>(kvh) * D + dim[k]];
     }
   };
   float xq[kQBatch];
@@ -677,20 +676,14 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // first chunk's copies go out as soon as kv_len arrives; at kv = 4k the prologue is most of
   // the kernel) -----------------------------------------------------------------------------------
   // rows row0 .. row0 + nrows - 1 are query rows qi_lo .. qi_hi (row g: qi = g / gqa)
+  auto pos_of = [&](int qi) {  // position of query row qi (also the row table's, below)
+    return p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + qi] : kv_len - p.nq + qi;
+  };
   const int qi_lo = row0 / p.gqa, qi_hi = (row0 + nrows - 1) / p.gqa;
-  int pmin, pmax;
-  if (p.q_pos) {
-    const int32_t* qp = p.q_pos + static_cast<int64_t>(b) * p.nq;
-    pmin = 0x7fffffff;
-    pmax = -1;
-    for (int qi = qi_lo; qi <= qi_hi; ++qi) {
-      const int pos = qp[qi];
-      pmin = min(pmin, pos);
-      pmax = max(pmax, pos);
-    }
-  } else {
-    pmin = kv_len - p.nq + qi_lo;
-    pmax = kv_len - p.nq + qi_hi;
+  int pmin = pos_of(qi_lo), pmax = pmin;
+  for (int qi = qi_lo + 1; qi <= qi_hi; ++qi) {  // decode rows: qi_lo == qi_hi
+    pmin = min(pmin, pos_of(qi));
+    pmax = max(pmax, pos_of(qi));
   }
   const int lo = p.window > 0 ? max(0, pmin - p.window + 1) : 0;
   const int hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
@@ -777,7 +770,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       const int g = row0 + tid;
       ri.qi = g / p.gqa;
       ri.head = kvh * p.gqa + (g - ri.qi * p.gqa);
-      ri.pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
+      ri.pos = pos_of(ri.qi);
       if (p.alibi_n2 > 0) {
         const int h = ri.head;
         ri.slope = h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(h + 1))
