@@ -351,7 +351,10 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   size_t ws = 0;
   PK(fa_workspace_bytes(p, 0, &ws));
   void* wsp = nullptr;
-  if (ws) CK(cudaMalloc(&wsp, ws));
+  if (ws) {
+    CK(cudaMalloc(&wsp, ws));
+    CK(cudaMemset(wsp, 0, ws));  // claim counters start at zero
+  }
   p.workspace = wsp;
   p.workspace_bytes = ws;
 
@@ -495,6 +498,7 @@ ChainResult chain_bench(int reps) {
   size_t wsb = 0;
   PK(fa_workspace_bytes(p, 0, &wsb));
   CK(cudaMalloc(&ws, wsb + 16));
+  CK(cudaMemset(ws, 0, wsb + 16));
   p.workspace = ws;
   p.workspace_bytes = wsb + 16;
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "packfa/api.hpp"
+#include "packfa/device/chunk_source.hpp"
 #include "packfa/device/combine_limits.hpp"
 #include "packfa/device/fa_instances.hpp"
 #include "packfa/device/pack_params.hpp"
@@ -191,10 +192,26 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   return Status::Ok();
 }
 
+// Claim counters (device/chunk_source.hpp) for this plan, 0 when its splits stay static.
+// Work moves between splits only in instances built for it (FaTraits::kClaims) and for long
+// splits: each wave needs several chunks of its own (A/B on the H200, bench/NOTES.md: with 8
+// chunks per wave, kv = 32k, and with 6, a batch at kv = 4k, the counters cost more than the
+// tail they close). PACKFA_STEAL=0 turns it off.
+constexpr int kStaticPercent = 25;  // of each split's chunks stay with its block (A/B: 25 < 50 < 75)
+int64_t claim_counters(const AttnParams& p, const Plan& pl) {
+  if (pl.splits <= 1 || !pl.inst->claims) return 0;
+  const char* env = std::getenv("PACKFA_STEAL");
+  if (env && env[0] == '0') return 0;
+  const int waves = pl.inst->threads / 32;
+  if (pl.split_len / 32 < 16 * waves) return 0;
+  return static_cast<int64_t>(p.batch) * pl.row_groups * p.n_kv_heads * pl.splits * device::kClaimStride;
+}
+
 size_t workspace_for(const AttnParams& p, const Plan& pl) {
   if (pl.splits <= 1) return 0;
   const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
-  return rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
+  const size_t claims = (static_cast<size_t>(claim_counters(p, pl)) * sizeof(unsigned) + 255) / 256 * 256;
+  return claims + rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
 }
 
 // Grow-only per-device scratch used when the caller passes no workspace.
@@ -364,8 +381,19 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
       PACKFA_TRY(internal_workspace(device, ws, stream, &buf));
     }
     const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
-    kp.part_o = static_cast<float*>(buf);
+    const int64_t n_claims = claim_counters(p, pl);
+    const size_t claim_bytes = (static_cast<size_t>(n_claims) * sizeof(unsigned) + 255) / 256 * 256;
+    kp.part_o = reinterpret_cast<float*>(static_cast<char*>(buf) + claim_bytes);
     kp.part_ml = kp.part_o + rows * p.head_dim;
+    if (n_claims > 0) {  // zeroed in the stream: any workspace, any previous use of it
+      kp.claims = static_cast<unsigned*>(buf);
+      const int waves = pl.inst->threads / 32;
+      const char* pct_env = std::getenv("PACKFA_STEAL_STATIC");  // static share of a split, % (tests, A/B)
+      const int pct = pct_env ? std::max(0, std::min(100, std::atoi(pct_env))) : kStaticPercent;
+      kp.pool0 = waves * std::max(2, pl.split_len / 32 / waves * pct / 100);
+      auto e = GPU(MemsetAsync)(buf, 0, static_cast<size_t>(n_claims) * sizeof(unsigned), static_cast<gpuStream>(stream));
+      if (e != GPU_SUCCESS) return gpu_error("MemsetAsync(claim counters)", e);
+    }
   }
 
 #if defined(PACKFA_TRACE)

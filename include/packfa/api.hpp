@@ -80,7 +80,11 @@ struct AttnParams {
 
   DotMode dot = DotMode::int8;
   int num_splits = 0;               // split-KV count; 0 = choose from the device and shape
-  void* workspace = nullptr;        // device scratch for split partials (fa_workspace_bytes)
+  // Device scratch for split partials and, for long splits, claim counters (fa_workspace_bytes,
+  // 16-byte aligned; no initialisation needed: the call zeroes its counters in the stream).
+  // Null: a library buffer per device, grown on demand — calls in flight on several streams
+  // at once must pass their own workspaces.
+  void* workspace = nullptr;
   size_t workspace_bytes = 0;
   int pdl = -1;                     // per-call PDL override: -1 = env/auto, 0 = off, 1 = on
 };

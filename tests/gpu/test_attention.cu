@@ -3,6 +3,7 @@
 // element fails; ‖O − ref‖/‖ref‖ ≤ 1e-3 (f16/f32 output; bf16 output 5e-3 for its 8-bit
 // mantissa) and |LSE − ref| ≤ 1e-3 where finite.
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -42,7 +43,10 @@ struct Result {
 
 // Runs one configuration; big_seq_stride > 0 moves the K/V planes of sequence b to
 // b * big_seq_stride bytes (64-bit addressing).
-Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_stride = 0) {
+// calls > 1: that many forward calls; graph: captured once on a stream (caller's workspace,
+// PDL on) and the graph launched `calls` times.
+Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_stride = 0, int calls = 1,
+                bool graph = false) {
   HostProblem hp;
   Status s = make_problem(cfg, &hp);
   REQUIRE(s.ok());
@@ -71,9 +75,36 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
   Status sel = select_kernel(dp.params, 0, &choice);
   INFO(sel.to_string());
   REQUIRE(sel.ok());
-  Status st = fa_packed16_forward(dp.params, nullptr);
-  INFO(st.to_string());
-  REQUIRE(st.ok());
+  if (graph) {
+    size_t ws = 0;
+    REQUIRE(fa_workspace_bytes(dp.params, 0, &ws).ok());
+    DeviceBuffer dws(ws);
+    CUDA_CHECK(cudaMemset(dws.ptr, 0xff, ws));  // whatever a previous user left
+    dp.params.workspace = dws.ptr;
+    dp.params.workspace_bytes = ws;
+    dp.params.pdl = 1;
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const Status st = fa_packed16_forward(dp.params, s);
+    cudaGraph_t g = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    cudaGraphExec_t ex = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&ex, g, 0));
+    for (int call = 0; call < calls; ++call) CUDA_CHECK(cudaGraphLaunch(ex, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaGraphExecDestroy(ex));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    CUDA_CHECK(cudaStreamDestroy(s));
+  } else {
+    for (int call = 0; call < calls; ++call) {  // later calls find the state the earlier ones left
+      Status st = fa_packed16_forward(dp.params, nullptr);
+      INFO(st.to_string());
+      REQUIRE(st.ok());
+    }
+  }
   CUDA_CHECK(cudaDeviceSynchronize());
 
   const int64_t n = static_cast<int64_t>(cfg.batch) * cfg.nq * cfg.n_q_heads * cfg.head_dim;
@@ -97,8 +128,8 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
 
 double tol(const ProblemConfig& c) { return c.o_type == DType::bf16 ? 5e-3 : 1e-3; }
 
-void check(const ProblemConfig& cfg, int num_splits = 0, int64_t big = 0) {
-  const Result r = run_case(cfg, num_splits, big);
+void check(const ProblemConfig& cfg, int num_splits = 0, int64_t big = 0, int calls = 1, bool graph = false) {
+  const Result r = run_case(cfg, num_splits, big, calls, graph);
   INFO(describe(cfg) << " kernel=" << r.kernel << " err=" << r.err << " lse_err=" << r.lse_err);
   CHECK(r.err <= tol(cfg));
   CHECK(r.lse_err <= 1e-3);
@@ -190,6 +221,39 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
   check(c, 1);  // single split: the split kernel writes the final output
   c.seed = ++g_seed;
   check(c, 7);
+}
+
+// Splits of >= 16 chunks per wave hand their later chunks out through claim counters
+// (device/chunk_source.hpp): a chunk processed twice or never shows in O and LSE. Each case
+// runs three calls on the same workspace (the counters must start from zero each time), one
+// of them as a CUDA graph on a workspace filled with 0xff. PACKFA_STEAL_STATIC=0 leaves 2
+// static chunks per wave (most chunks move), 100 none.
+TEST_CASE("work moves between splits through claim counters", "[attention]") {
+  for (const char* pct : {"0", "50", "100"}) {
+    setenv("PACKFA_STEAL_STATIC", pct, 1);
+    INFO("PACKFA_STEAL_STATIC=" << pct);
+    for (VFormat vf : {VFormat::q8_0, VFormat::f16, VFormat::q4_0, VFormat::q8_0_planar}) {
+      ProblemConfig c = base(128, vf, 1, 32, 8, 70000);  // the bench's decode shape, 33 splits
+      check(c, 0, 0, 3);
+    }
+    ProblemConfig g = base(128, VFormat::q8_0, 1, 32, 8, 70000);
+    check(g, 0, 0, 3, true);
+    ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, 0);
+    c.batch = 3;
+    c.kv_lens = {20000, 700, 9001};  // the 700 keys fill one split, whose pool is empty
+    check(c, 8, 0, 3);
+    c = base(128, VFormat::q8_0, 4, 8, 2, 30001);  // 16 rows, causal rows at the end
+    c.window = 20000;
+    c.mask = true;
+    check(c, 6, 0, 3);
+    c = base(128, VFormat::f16, 1, 8, 2, 30001);  // the f16-K kernel
+    c.k_format = KFormat::f16;
+    c.sinks = true;
+    check(c, 5, 0, 3);
+    c = base(256, VFormat::q8_0, 1, 8, 2, 30001);  // two waves per block
+    check(c, 4, 0, 3);
+  }
+  unsetenv("PACKFA_STEAL_STATIC");
 }
 
 TEST_CASE("options: window, mask, softcap, sinks, ALiBi, positions, smoothing, block 16", "[attention]") {

@@ -19,6 +19,7 @@ struct FaInstance {
   int threads = 0;
   int smem_bytes = 0;
   int rows_per_block = 0;
+  bool claims = false;  // can move work between splits (FaTraits::kClaims)
 };
 
 constexpr int kHeadDims[] = {64, 80, 96, 112, 128, 256};
@@ -48,6 +49,7 @@ void register_fa_instance(FaRegistry& reg, int rclass) {
   e.threads = T::kThreads;
   e.smem_bytes = T::kSmemBytes;
   e.rows_per_block = RMAX;
+  e.claims = T::kClaims;
 }
 
 template <int D, VFormat VF, QKMode QK>

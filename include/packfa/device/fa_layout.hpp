@@ -9,6 +9,7 @@
 namespace packfa {
 
 constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
+constexpr int kFaChunkStateBytes = 32;  // per wave: device/chunk_source.hpp's ChunkGroup
 
 struct FaBudget {
   int stages;      // most stages per wave: 2 = cp.async double buffer (NVIDIA); 1 (RDNA: synchronous copies)
@@ -45,9 +46,9 @@ constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget bu
   l.stage_bytes = kFaChunk * (l.k_pitch + (qk == QKMode::f16 ? 0 : l.scale_pitch) + l.v_pitch + l.v_scale_pitch);
   // P: [row][key] (tensor-core path; 16 rows get a 40-float pitch so the key-pair reads of 8
   // rows are conflict-free, 4 rows stay at 32: the smaller block still fits twice per SM), or
-  // [key][row] (scalar path); then the per-row corrections.
+  // [key][row] (scalar path); then the per-row corrections and the chunk source's state.
   l.p_pitch = kFaChunk + (rmax > 4 ? 8 : 0);
-  l.p_bytes = rmax * l.p_pitch * 4 + rmax * 4;
+  l.p_bytes = rmax * l.p_pitch * 4 + rmax * 4 + kFaChunkStateBytes;
   l.wave_bytes = l.stages * l.stage_bytes + l.p_bytes;
   l.q_blocks = (D + 31) / 32;
   l.q_bytes = qk == QKMode::packed16_int8 ? rmax * D + rmax * l.q_blocks * 4 : rmax * D * 4;

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "packfa/device/arch.hpp"
+#include "packfa/device/chunk_source.hpp"
 #include "packfa/device/fa_layout.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/device/trace.hpp"
@@ -67,6 +68,15 @@ struct FaTraits {
   static constexpr bool kMmaQk =
       kMmaPv && ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128));
   static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
+  // Work moves between splits (claim counters, chunk_source.hpp) in the instances where that
+  // measured faster on the H200: 4-row classes, D <= 128, V other than q4_0 (q4_0: 68 -> 72 us
+  // at kv = 128k; the 16-row class and D = 256 lost 2-9%, bench/NOTES.md). The others compile
+  // the static loop alone. RDNA: static (no AMD measurement; every VGPR counts there).
+#if defined(PACKFA_BACKEND_HIP)
+  static constexpr bool kClaims = false;
+#else
+  static constexpr bool kClaims = RMAX <= 4 && D <= 128 && VF != VFormat::q4_0;
+#endif
   // The tensor-core scores come out in log2 units (log2(e) folded into the Q / softmax scale).
   static constexpr bool kScoresLog2 = kMmaQk;
   static constexpr int kStageBytes = L.stage_bytes;
@@ -687,13 +697,24 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   }
   const int lo = p.window > 0 ? max(0, pmin - p.window + 1) : 0;
   const int hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
-  const int k_begin = lo + split * p.split_len;
-  const int k_end = min(hi, k_begin + p.split_len);
-  const int nchunks = k_end > k_begin ? (k_end - k_begin + T::kChunk - 1) / T::kChunk : 0;
+  // The group's keys [lo, hi) in chunks of 32 from lo; split s owns split_len / 32 of them, and
+  // with claim counters waves may also take chunks of other splits (chunk_source.hpp).
+  auto group = [&] {
+    ChunkGroup g;
+    g.claims = T::kClaims && p.claims ? p.claims + (static_cast<int64_t>(blockIdx.z) * p.n_kv_heads + kvh) * p.num_splits * kClaimStride
+                        : nullptr;
+    g.n_all = hi > lo ? (hi - lo + T::kChunk - 1) / T::kChunk : 0;
+    g.per_split = p.split_len / T::kChunk;
+    g.splits = p.num_splits;
+    g.split = split;
+    g.pool0 = p.pool0;
+    g.src = -1;
+    return g;
+  };
   // keys [all_lo, all_hi) are visible to every row of the block (row r: [pos - window + 1, pos + 1)
   // or [0, kv_len))
   const int all_lo = p.window > 0 ? max(0, pmax - p.window + 1) : 0;
-  const int all_hi = p.causal ? min(k_end, pmin + 1) : k_end;
+  const int all_hi = p.causal ? min(hi, pmin + 1) : hi;
   PACKFA_TRACE_AT(p, 2);
 
   // ---- per-wave streaming loop ----------------------------------------------------------------
@@ -715,6 +736,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   float m_run[RMAX], l_part[RMAX], acc[RMAX][T::kDpl];
   PvAcc<D, (RMAX + 7) / 8> pacc;
   float* corr_s = pbuf + T::kPPitch * RMAX;
+  ChunkSource<T::kClaims> work;
 #pragma unroll
   for (int r = 0; r < RMAX; ++r) {
     m_run[r] = kNegInf;
@@ -730,8 +752,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       for (int j = 0; j < 4; ++j) pacc.c[i][nt][j] = 0.0f;
 
   auto stage_chunk = [&](int chunk, int stage) {
-    const int key0 = k_begin + chunk * T::kChunk;
-    const int n = min(T::kChunk, k_end - key0);
+    const int key0 = lo + chunk * T::kChunk;
+    const int n = min(T::kChunk, hi - key0);
     char* st = wave_smem + stage * T::kStageBytes;
     char* ks_dst = st + T::kChunk * T::kKPitch;
     char* v_dst = ks_dst + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
@@ -758,9 +780,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     arch::copy_async_commit();
   };
 
-  int it = 0;
-  int chunk = wave;
-  if (chunk < nchunks) stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
+  int chunk = work.first(group(), wave, reinterpret_cast<ChunkGroup*>(corr_s + RMAX));
+  if (chunk >= 0) {
+    stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
+    work.template issue<T::kWaves>(chunk);
+  }
   PACKFA_TRACE_AT(p, 3);
 
   // ---- row facts (read after the barrier that ends the Q set-up) ------------------------------
@@ -861,11 +885,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       }
   }
 
-  for (; chunk < nchunks; chunk += T::kWaves, ++it) {
+  int next = chunk >= 0 ? work.template resolve<T::kWaves>(chunk) : -1;
+  for (int it = 0; chunk >= 0; ++it) {
     const int stage = T::kStages == 2 ? (it & 1) : 0;
     if constexpr (T::kStages == 2) {
-      const int next = chunk + T::kWaves;
-      if (next < nchunks) {
+      if (next >= 0) {
         stage_chunk(next, stage ^ 1);
         arch::copy_async_wait<1>();
       } else {
@@ -875,12 +899,13 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       if (it > 0) stage_chunk(chunk, 0);  // one buffer: the previous chunk's readers are done
       arch::copy_async_wait<0>();
     }
+    if (next >= 0) work.template issue<T::kWaves>(next);  // the chunk after next: resolved after this chunk's work
     const char* st = wave_smem + stage * T::kStageBytes;
     const char* ks_sm = st + T::kChunk * T::kKPitch;
     const char* v_sm = ks_sm + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
     const char* vs_sm = v_sm + T::kChunk * T::kVPitch;  // q8_0_planar's scale rows
-    const int key0 = k_begin + chunk * T::kChunk;
-    const int nvalid = min(T::kChunk, k_end - key0);
+    const int key0 = lo + chunk * T::kChunk;
+    const int nvalid = min(T::kChunk, hi - key0);
     if constexpr (T::kMmaPv) {
       // last, partial chunk: V rows past nvalid hold stale bytes; their p is 0, but 0 · NaN
       // is NaN in the mma, so they become zeros
@@ -923,7 +948,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       for (int h = 0; h < NT; ++h) {
         const int r = min(g + 8 * h, RMAX - 1);  // rows past RMAX: an empty key range
         const int2 range = g + 8 * h < RMAX ? *reinterpret_cast<const int2*>(&rinfo[r].key_lo) : int2{0, 0};
-        const int khi = min(range.y, k_end);
+        const int khi = min(range.y, hi);
         float mx = kNegInf;
         if (whole) {
           PACKFA_UNROLL
@@ -1067,7 +1092,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 #pragma unroll
       for (int r = 0; r < RMAX; ++r) {
         const int2 range = *reinterpret_cast<const int2*>(&rinfo[r].key_lo);
-        const bool visible = key >= range.x && key < min(range.y, k_end);
+        const bool visible = key >= range.x && key < min(range.y, hi);
         float x = s[r];
         if (extras) {
           const RowInfo ri = rinfo[r];
@@ -1119,6 +1144,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     }
     arch::sync_wave();  // this stage and pbuf are rewritten next iteration
     if (it == 0) PACKFA_TRACE_AT(p, 6);
+    chunk = next;
+    if (chunk >= 0) next = work.template resolve<T::kWaves>(chunk);
   }
   PACKFA_TRACE_AT(p, 7);
 

@@ -72,6 +72,11 @@ struct FaKernelParams {
   // split partials: [b][i][h][split][head_dim] unnormalised O, and [..][split][2] (max, sum)
   float* part_o;
   float* part_ml;
+  // Work moving between splits (device/chunk_source.hpp): [b·row_groups + rg][kv_head][split]
+  // counters, kClaimStride apart, zeroed in the stream before the kernel (the dispatcher), or
+  // null: static splits. Chunks 0 .. pool0 - 1 of each split stay with its own block.
+  unsigned* claims;
+  int pool0;
 
   unsigned long long* trace;  // per-block timeline (builds with PACKFA_TRACE; else unused, null)
 };
