@@ -206,12 +206,15 @@ int64_t claim_counters(const AttnParams& p, const Plan& pl) {
   if (pl.split_len / 32 < 16 * waves) return 0;
   return static_cast<int64_t>(p.batch) * pl.row_groups * p.n_kv_heads * pl.splits * device::kClaimStride;
 }
+// The counters open the workspace; the split partials follow at a 256-byte boundary.
+size_t claim_bytes(const AttnParams& p, const Plan& pl) {
+  return (static_cast<size_t>(claim_counters(p, pl)) * sizeof(unsigned) + 255) / 256 * 256;
+}
 
 size_t workspace_for(const AttnParams& p, const Plan& pl) {
   if (pl.splits <= 1) return 0;
   const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
-  const size_t claims = (static_cast<size_t>(claim_counters(p, pl)) * sizeof(unsigned) + 255) / 256 * 256;
-  return claims + rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
+  return claim_bytes(p, pl) + rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
 }
 
 // Grow-only per-device scratch used when the caller passes no workspace.
@@ -382,8 +385,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
     }
     const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
     const int64_t n_claims = claim_counters(p, pl);
-    const size_t claim_bytes = (static_cast<size_t>(n_claims) * sizeof(unsigned) + 255) / 256 * 256;
-    kp.part_o = reinterpret_cast<float*>(static_cast<char*>(buf) + claim_bytes);
+    kp.part_o = reinterpret_cast<float*>(static_cast<char*>(buf) + claim_bytes(p, pl));
     kp.part_ml = kp.part_o + rows * p.head_dim;
     if (n_claims > 0) {  // zeroed in the stream: any workspace, any previous use of it
       kp.claims = static_cast<unsigned*>(buf);

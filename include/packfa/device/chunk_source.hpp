@@ -56,7 +56,10 @@ struct ChunkSource {
     arch::sync_wave();
     if (wave < n) return own + wave;
     static_end = -0x7fffffff;
-    return dyn ? claim_now() : -1;
+    if constexpr (kDynamic) {
+      if (dyn) return claim_now();
+    }
+    return -1;
   }
 
   // After `chunk` (returned by first / resolve) the wave wants the one after it: starts the

@@ -4,9 +4,10 @@
 // Work split. A block serves one (sequence, KV head, row group, split): all gqa × nq query
 // rows that read this KV head, so every K/V byte is read once per KV head. Inside the block
 // each 32-lane wave is an independent flash-decoding worker: it streams its own chunks of 32
-// keys (chunk c goes to wave c % waves) through a private shared-memory buffer (one or two
-// stages, fa_layout.hpp) and keeps its own running max / sum / accumulators, so the key loop
-// needs no block barrier.
+// keys (chunk c of the split goes to wave c % waves; in long decode splits the later chunks
+// are handed out by claim counters and may come from other splits, chunk_source.hpp) through
+// a private shared-memory buffer (one or two stages, fa_layout.hpp) and keeps its own running
+// max / sum / accumulators, so the key loop needs no block barrier.
 // The waves merge once at the end; the combine kernel (device/combine.hpp) merges splits.
 //
 // Per chunk:  Q·K   NVIDIA: mma (int8 m16n8k32 for packed16 K: the same int32 block sums as
