@@ -135,7 +135,10 @@ def main():
     w("Q and O), as `packfa-bench` counts them. Floor = bytes / datasheet bandwidth. The")
     w("second number scales the floor by the fraction of copy bandwidth the same case reached")
     w("on the H200 (CUDA build, same template) — a guess at what this code would do if RDNA")
-    w("behaved like Hopper, which nothing here has checked.")
+    w("behaved like Hopper, which nothing here has checked. Since 2f1f7d6 the H200's 4-row")
+    w("decode cases (D <= 128, V other than q4_0) also move work between splits through claim")
+    w("counters, which the RDNA instances do not compile (FaTraits::kClaims): for those rows the")
+    w("second number leans optimistic.")
     w("")
     cases = []
     if a.bench:
