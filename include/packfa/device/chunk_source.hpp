@@ -40,7 +40,7 @@ static_assert(sizeof(ChunkGroup) <= kFaChunkStateBytes, "fa_layout.hpp reserves 
 // kDynamic = false compiles the static loop alone (claims ignored).
 template <bool kDynamic>
 struct ChunkSource {
-  int static_end;     // own static chunks are < static_end; INT_MIN once they are done
+  int static_end;     // own static chunks are < static_end; far below any chunk once done
   ChunkGroup* g;      // shared, this wave's copy
   unsigned pend = 0;  // lane 0's counter value of the pending claim
 
