@@ -224,10 +224,12 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
 }
 
 // Splits of >= 16 chunks per wave hand their later chunks out through claim counters
-// (device/chunk_source.hpp): a chunk processed twice or never shows in O and LSE. Each case
-// runs three calls on the same workspace (the counters must start from zero each time), one
-// of them as a CUDA graph on a workspace filled with 0xff. PACKFA_STEAL_STATIC=0 leaves 2
-// static chunks per wave (most chunks move), 100 none.
+// (device/chunk_source.hpp) in the instances built for it (FaTraits::kClaims: 4-row class,
+// D <= 128, V not q4_0): a chunk processed twice or never shows in O and LSE. Each case runs
+// three calls on the same workspace (the counters must start from zero each time); one case
+// is a CUDA graph on a workspace filled with 0xff. PACKFA_STEAL_STATIC=0 leaves 2 static
+// chunks per wave (most chunks move), 100 none. The q4_0, 16-row and D = 256 cases run the
+// static loop of the same source (their instances compile no counters).
 TEST_CASE("work moves between splits through claim counters", "[attention]") {
   for (const char* pct : {"0", "50", "100"}) {
     setenv("PACKFA_STEAL_STATIC", pct, 1);
