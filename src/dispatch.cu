@@ -128,8 +128,12 @@ Status resident_blocks(const FaInstance* inst, int device, int* out);
 struct Plan {
   const FaInstance* inst = nullptr;
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
+  int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
+  int pool0 = 0;       // static chunks per split when claims > 0
   std::string name;
 };
+
+void plan_claims(const AttnParams& p, Plan* pl);
 
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
   PACKFA_TRY(validate(p));
@@ -189,32 +193,37 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   out->splits = static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len);  // <= kMaxSplits
   out->splits = std::max(1, out->splits);
   out->rclass = rclass;
+  plan_claims(p, out);
   return Status::Ok();
 }
 
-// Claim counters (device/chunk_source.hpp) for this plan, 0 when its splits stay static.
+// Claim counters (device/chunk_source.hpp) for this plan; none when its splits stay static.
 // Work moves between splits only in instances built for it (FaTraits::kClaims) and for long
 // splits: each wave needs several chunks of its own (A/B on the H200, bench/NOTES.md: with 8
 // chunks per wave, kv = 32k, and with 6, a batch at kv = 4k, the counters cost more than the
-// tail they close). PACKFA_STEAL=0 turns it off.
+// tail they close). PACKFA_STEAL=0 turns it off; PACKFA_STEAL_STATIC sets the static share
+// in % (tests, A/B).
 constexpr int kStaticPercent = 25;  // of each split's chunks stay with its block (A/B: 25 < 50 < 75)
-int64_t claim_counters(const AttnParams& p, const Plan& pl) {
-  if (pl.splits <= 1 || !pl.inst->claims) return 0;
+void plan_claims(const AttnParams& p, Plan* pl) {
+  pl->claims = 0;
+  if (pl->splits <= 1 || !pl->inst->claims) return;
   const char* env = std::getenv("PACKFA_STEAL");
-  if (env && env[0] == '0') return 0;
-  const int waves = pl.inst->threads / 32;
-  if (pl.split_len / 32 < 16 * waves) return 0;
-  return static_cast<int64_t>(p.batch) * pl.row_groups * p.n_kv_heads * pl.splits * device::kClaimStride;
+  if (env && env[0] == '0') return;
+  const int waves = pl->inst->threads / 32;
+  const int per_wave = pl->split_len / 32 / waves;
+  if (per_wave < 16) return;
+  pl->claims = static_cast<int64_t>(p.batch) * pl->row_groups * p.n_kv_heads * pl->splits * device::kClaimStride;
+  const char* pct_env = std::getenv("PACKFA_STEAL_STATIC");
+  const int pct = pct_env ? std::max(0, std::min(100, std::atoi(pct_env))) : kStaticPercent;
+  pl->pool0 = waves * std::max(2, per_wave * pct / 100);
 }
 // The counters open the workspace; the split partials follow at a 256-byte boundary.
-size_t claim_bytes(const AttnParams& p, const Plan& pl) {
-  return (static_cast<size_t>(claim_counters(p, pl)) * sizeof(unsigned) + 255) / 256 * 256;
-}
+size_t claim_bytes(const Plan& pl) { return (static_cast<size_t>(pl.claims) * sizeof(unsigned) + 255) / 256 * 256; }
 
 size_t workspace_for(const AttnParams& p, const Plan& pl) {
   if (pl.splits <= 1) return 0;
   const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
-  return claim_bytes(p, pl) + rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
+  return claim_bytes(pl) + rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
 }
 
 // Grow-only per-device scratch used when the caller passes no workspace.
@@ -384,16 +393,12 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
       PACKFA_TRY(internal_workspace(device, ws, stream, &buf));
     }
     const size_t rows = static_cast<size_t>(p.batch) * p.nq * p.n_q_heads * pl.splits;
-    const int64_t n_claims = claim_counters(p, pl);
-    kp.part_o = reinterpret_cast<float*>(static_cast<char*>(buf) + claim_bytes(p, pl));
+    kp.part_o = reinterpret_cast<float*>(static_cast<char*>(buf) + claim_bytes(pl));
     kp.part_ml = kp.part_o + rows * p.head_dim;
-    if (n_claims > 0) {  // zeroed in the stream: any workspace, any previous use of it
+    if (pl.claims > 0) {  // zeroed in the stream: any workspace, any previous use of it
       kp.claims = static_cast<unsigned*>(buf);
-      const int waves = pl.inst->threads / 32;
-      const char* pct_env = std::getenv("PACKFA_STEAL_STATIC");  // static share of a split, % (tests, A/B)
-      const int pct = pct_env ? std::max(0, std::min(100, std::atoi(pct_env))) : kStaticPercent;
-      kp.pool0 = waves * std::max(2, pl.split_len / 32 / waves * pct / 100);
-      auto e = GPU(MemsetAsync)(buf, 0, static_cast<size_t>(n_claims) * sizeof(unsigned), static_cast<gpuStream>(stream));
+      kp.pool0 = pl.pool0;
+      auto e = GPU(MemsetAsync)(buf, 0, static_cast<size_t>(pl.claims) * sizeof(unsigned), static_cast<gpuStream>(stream));
       if (e != GPU_SUCCESS) return gpu_error("MemsetAsync(claim counters)", e);
     }
   }

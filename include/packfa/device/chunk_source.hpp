@@ -57,7 +57,10 @@ struct ChunkSource {
     if (wave < n) return own + wave;
     static_end = -0x7fffffff;
     if constexpr (kDynamic) {
-      if (dyn) return claim_now();
+      if (dyn) {  // no static chunk for this wave: a claim right away (own pool, then the others)
+        slow_issue();
+        return slow_resolve();
+      }
     }
     return -1;
   }
@@ -94,16 +97,6 @@ struct ChunkSource {
     if (s < 0) return -1;
     const int j = g->pool0 + arch::shfl(static_cast<int>(pend), 0);
     if (j < g->count(s)) return s * g->per_split + j;
-    return steal();
-  }
-  // a chunk right away (no static chunk for this wave): own pool, then the others
-  PACKFA_DEV int claim_now() {
-    if (!g->claims) return -1;
-    g->src = g->split;
-    unsigned c = 0;
-    if (arch::lane_id() == 0) c = atomicAdd(g->claims + g->split * kClaimStride, 1u);
-    const int j = g->pool0 + arch::shfl(static_cast<int>(c), 0);
-    if (j < g->count(g->split)) return g->split * g->per_split + j;
     return steal();
   }
   // Lane i reads the counter of split (split + i) mod splits; the split with the most chunks

@@ -700,18 +700,15 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const int hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
   // The group's keys [lo, hi) in chunks of 32 from lo; split s owns split_len / 32 of them, and
   // with claim counters waves may also take chunks of other splits (chunk_source.hpp).
-  auto group = [&] {
-    ChunkGroup g;
-    g.claims = T::kClaims && p.claims ? p.claims + (static_cast<int64_t>(blockIdx.z) * p.n_kv_heads + kvh) * p.num_splits * kClaimStride
-                        : nullptr;
-    g.n_all = hi > lo ? (hi - lo + T::kChunk - 1) / T::kChunk : 0;
-    g.per_split = p.split_len / T::kChunk;
-    g.splits = p.num_splits;
-    g.split = split;
-    g.pool0 = p.pool0;
-    g.src = -1;
-    return g;
-  };
+  ChunkGroup group;
+  group.claims = T::kClaims && p.claims
+                     ? p.claims + (static_cast<int64_t>(blockIdx.z) * p.n_kv_heads + kvh) * p.num_splits * kClaimStride
+                     : nullptr;
+  group.n_all = hi > lo ? (hi - lo + T::kChunk - 1) / T::kChunk : 0;
+  group.per_split = p.split_len / T::kChunk;
+  group.splits = p.num_splits;
+  group.split = split;
+  group.pool0 = p.pool0;
   // keys [all_lo, all_hi) are visible to every row of the block (row r: [pos - window + 1, pos + 1)
   // or [0, kv_len))
   const int all_lo = p.window > 0 ? max(0, pmax - p.window + 1) : 0;
@@ -781,7 +778,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     arch::copy_async_commit();
   };
 
-  int chunk = work.first(group(), wave, reinterpret_cast<ChunkGroup*>(corr_s + RMAX));
+  int chunk = work.first(group, wave, reinterpret_cast<ChunkGroup*>(corr_s + RMAX));
   if (chunk >= 0) {
     stage_chunk(chunk, 0);  // first chunk: in flight during the Q set-up
     work.template issue<T::kWaves>(chunk);
