@@ -133,7 +133,26 @@ struct Plan {
   std::string name;
 };
 
-void plan_claims(const AttnParams& p, Plan* pl);
+// Claim counters (device/chunk_source.hpp) for this plan; none when its splits stay static.
+// Work moves between splits only in instances built for it (FaTraits::kClaims) and for long
+// splits: each wave needs several chunks of its own (A/B on the H200, bench/NOTES.md: with 8
+// chunks per wave, kv = 32k, and with 6, a batch at kv = 4k, the counters cost more than the
+// tail they close). PACKFA_STEAL=0 turns it off; PACKFA_STEAL_STATIC sets the static share
+// in % (tests, A/B).
+constexpr int kStaticPercent = 25;  // of each split's chunks stay with its block (A/B: 25 < 50 < 75)
+void plan_claims(const AttnParams& p, Plan* pl) {
+  pl->claims = 0;
+  if (pl->splits <= 1 || !pl->inst->claims) return;
+  const char* env = std::getenv("PACKFA_STEAL");
+  if (env && env[0] == '0') return;
+  const int waves = pl->inst->threads / arch::kWaveSize;
+  const int per_wave = pl->split_len / kFaChunk / waves;
+  if (per_wave < 16) return;
+  pl->claims = static_cast<int64_t>(p.batch) * pl->row_groups * p.n_kv_heads * pl->splits * device::kClaimStride;
+  const char* pct_env = std::getenv("PACKFA_STEAL_STATIC");
+  const int pct = pct_env ? std::max(0, std::min(100, std::atoi(pct_env))) : kStaticPercent;
+  pl->pool0 = waves * std::max(2, per_wave * pct / 100);
+}
 
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
   PACKFA_TRY(validate(p));
@@ -197,26 +216,6 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   return Status::Ok();
 }
 
-// Claim counters (device/chunk_source.hpp) for this plan; none when its splits stay static.
-// Work moves between splits only in instances built for it (FaTraits::kClaims) and for long
-// splits: each wave needs several chunks of its own (A/B on the H200, bench/NOTES.md: with 8
-// chunks per wave, kv = 32k, and with 6, a batch at kv = 4k, the counters cost more than the
-// tail they close). PACKFA_STEAL=0 turns it off; PACKFA_STEAL_STATIC sets the static share
-// in % (tests, A/B).
-constexpr int kStaticPercent = 25;  // of each split's chunks stay with its block (A/B: 25 < 50 < 75)
-void plan_claims(const AttnParams& p, Plan* pl) {
-  pl->claims = 0;
-  if (pl->splits <= 1 || !pl->inst->claims) return;
-  const char* env = std::getenv("PACKFA_STEAL");
-  if (env && env[0] == '0') return;
-  const int waves = pl->inst->threads / 32;
-  const int per_wave = pl->split_len / 32 / waves;
-  if (per_wave < 16) return;
-  pl->claims = static_cast<int64_t>(p.batch) * pl->row_groups * p.n_kv_heads * pl->splits * device::kClaimStride;
-  const char* pct_env = std::getenv("PACKFA_STEAL_STATIC");
-  const int pct = pct_env ? std::max(0, std::min(100, std::atoi(pct_env))) : kStaticPercent;
-  pl->pool0 = waves * std::max(2, per_wave * pct / 100);
-}
 // The counters open the workspace; the split partials follow at a 256-byte boundary.
 size_t claim_bytes(const Plan& pl) { return (static_cast<size_t>(pl.claims) * sizeof(unsigned) + 255) / 256 * 256; }
 

@@ -99,8 +99,10 @@ struct ChunkSource {
     if (j < g->count(s)) return s * g->per_split + j;
     return steal();
   }
-  // Lane i reads the counter of split (split + i) mod splits; the split with the most chunks
-  // left (ties: nearest) gives one by atomicAdd; a lost race looks again.
+  // Lane i reads the counter of split (split + i) mod splits, so a wave looks at the 32 splits
+  // from its own onward (with more splits the rest are left to their own waves: no chunk is
+  // lost, the balance is partial); the one with the most chunks left (ties: nearest) gives one
+  // by atomicAdd; a lost race looks again.
   PACKFA_DEV int steal() {
     const int lane = arch::lane_id();
     const int splits = g->splits, split = g->split, pool0 = g->pool0;

@@ -693,8 +693,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const int qi_lo = row0 / p.gqa, qi_hi = (row0 + nrows - 1) / p.gqa;
   int pmin = pos_of(qi_lo), pmax = pmin;
   for (int qi = qi_lo + 1; qi <= qi_hi; ++qi) {  // decode rows: qi_lo == qi_hi
-    pmin = min(pmin, pos_of(qi));
-    pmax = max(pmax, pos_of(qi));
+    const int pos = pos_of(qi);
+    pmin = min(pmin, pos);
+    pmax = max(pmax, pos);
   }
   const int lo = p.window > 0 ? max(0, pmin - p.window + 1) : 0;
   const int hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
