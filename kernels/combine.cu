@@ -4,6 +4,11 @@
 
 namespace packfa::detail {
 Status launch_combine(const CombineParams& cp, int64_t rows, void* stream, int pdl) {
+  if (cp.num_splits >= device::kRowCombineMinSplits && cp.num_splits <= device::kWarpCombineMaxSplits) {
+    auto* kernel = cp.head_dim <= 128 ? &device::fa_combine_row_kernel<1> : &device::fa_combine_row_kernel<2>;
+    return launch(kernel, dim3(static_cast<unsigned>(rows)), dim3(device::kCombineThreads), 0, stream, cp,
+                  LaunchOptions{pdl});
+  }
   if (cp.num_splits <= device::kWarpCombineMaxSplits) {  // one wave per row
     constexpr int kRowsPerBlock = device::kCombineThreads / arch::kWaveSize;
     const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));

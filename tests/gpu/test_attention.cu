@@ -196,12 +196,14 @@ TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
   }
 }
 
-// Up to 64 splits one wave merges a row (fa_combine_warp_kernel), above that a block does;
-// both with a sink and the LSE.
-TEST_CASE("combine: wave and block merge, around the 64-split edge", "[attention]") {
-  for (int D : {128, 256}) {
-    for (int splits : {2, 17, 64, 65, 100}) {
-      ProblemConfig c = base(D, VFormat::q8_0, 2, 8, 2, 4099);
+// Below 16 splits one wave merges a row (fa_combine_warp_kernel), from 16 to 64 a block of
+// waves that share the splits (fa_combine_row_kernel), above that the generic block kernel;
+// each with a sink and the LSE, at a head dim of 1 (80), 1 (128) and 2 (256) float4 columns
+// per lane.
+TEST_CASE("combine: wave, row-block and block merge, around the 16- and 64-split edges", "[attention]") {
+  for (int D : {80, 128, 256}) {
+    for (int splits : {2, 15, 16, 17, 64, 65, 100}) {
+      ProblemConfig c = base(D, D % 32 == 0 ? VFormat::q8_0 : VFormat::f16, 2, 8, 2, 4099);
       c.sinks = true;
       check(c, splits);
     }

@@ -123,6 +123,113 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
   PACKFA_TRACE_AT(p, 2);
 }
 
+// Up to kWarpCombineMaxSplits splits (the decode shapes): one block of kCombineThreads per
+// (sequence, query row, q head). Every wave reads all splits' (max, sum) pairs (lane s holds
+// split s and s + 32) and forms M, L and the weights with wave reductions, no barrier; wave w
+// sums the O rows of splits w, w + W, ... (all its loads issued before the weights are
+// known), and one barrier adds the W wave sums. Why not one wave per row: its ~1000
+// dependent instructions (33 splits x 32 float4 columns) took 2.5 us after the split
+// kernel on the H200, about as long as the last split block's whole merge and store.
+// kCols: float4 columns of O per lane (1: head_dim <= 128, 2: <= 256).
+template <int kCols>
+PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kernel(const CombineParams p) {
+  constexpr int kWaves = kCombineThreads / arch::kWaveSize;
+  constexpr int kPer = kWarpCombineMaxSplits / arch::kWaveSize;     // (max, sum) pairs per lane
+  constexpr int kMine = kWarpCombineMaxSplits / kWaves;             // O rows per wave, at most
+  constexpr int kBatch = kMine / kCols;                             // O rows in flight per lane
+  __shared__ float4 part[kWaves][kCols * arch::kWaveSize];
+  const int lane = arch::lane_id(), wave = threadIdx.x / arch::kWaveSize;
+  const int64_t row = blockIdx.x;  // (b * nq + i) * n_q_heads + h
+  const int h = static_cast<int>(row % p.n_q_heads);
+  const int64_t bi = row / p.n_q_heads;
+  const int i = static_cast<int>(bi % p.nq);
+  const int b = static_cast<int>(bi / p.nq);
+  const int S = p.num_splits, cols = p.head_dim / 4;
+  const float2* ml = reinterpret_cast<const float2*>(p.part_ml + row * S * 2);
+  const float4* po = reinterpret_cast<const float4*>(p.part_o + row * S * p.head_dim);
+
+  PACKFA_TRACE_AT(p, 0);
+  pdl::wait();  // partials come from the split kernel
+  PACKFA_TRACE_AT(p, 1);
+  pdl::launch_dependents();
+
+  auto load_rows = [&](int k0, float4 (&v)[kBatch][kCols]) {
+    PACKFA_UNROLL
+    for (int k = 0; k < kBatch; ++k) {
+      const int s = wave + (k0 + k) * kWaves;
+      PACKFA_UNROLL
+      for (int c = 0; c < kCols; ++c) {
+        const int col = lane + c * arch::kWaveSize;
+        v[k][c] = (s < S && col < cols) ? po[static_cast<int64_t>(s) * cols + col] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    }
+  };
+  float4 v[kBatch][kCols];
+  load_rows(0, v);
+  float2 mine[kPer];
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) {
+    const int s = lane + k * arch::kWaveSize;
+    mine[k] = s < S ? ml[s] : make_float2(kNegInf, 0.0f);
+  }
+
+  float M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) M = fmaxf(M, mine[k].x);
+  M = arch::group_max(M);
+  float w[kPer], l = 0.0f;
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) {
+    w[k] = mine[k].x == kNegInf ? 0.0f : arch::exp2_fast(mine[k].x - M);
+    l += w[k] * mine[k].y;
+  }
+  float L = arch::group_sum(l);
+  if (p.sinks && M != kNegInf) L += arch::exp2_fast(p.sinks[h] * kLog2e - M);
+
+  float4 acc[kCols];
+  PACKFA_UNROLL
+  for (int c = 0; c < kCols; ++c) acc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  PACKFA_UNROLL
+  for (int k0 = 0; k0 < kMine; k0 += kBatch) {
+    if (k0 > 0) load_rows(k0, v);  // D = 256: the second half of the wave's rows
+    PACKFA_UNROLL
+    for (int k = 0; k < kBatch; ++k) {
+      const int s = wave + (k0 + k) * kWaves;
+      float wsrc = w[0];  // the weights of splits s and s + 32 sit in w[0], w[1] of lane s % 32
+      PACKFA_UNROLL
+      for (int q = 1; q < kPer; ++q)
+        if (s >= q * arch::kWaveSize) wsrc = w[q];
+      const float ws = arch::shfl(wsrc, s % arch::kWaveSize);
+      PACKFA_UNROLL
+      for (int c = 0; c < kCols; ++c) {
+        acc[c].x = fmaf(ws, v[k][c].x, acc[c].x);
+        acc[c].y = fmaf(ws, v[k][c].y, acc[c].y);
+        acc[c].z = fmaf(ws, v[k][c].z, acc[c].z);
+        acc[c].w = fmaf(ws, v[k][c].w, acc[c].w);
+      }
+    }
+  }
+  PACKFA_UNROLL
+  for (int c = 0; c < kCols; ++c) part[wave][lane + c * arch::kWaveSize] = acc[c];
+  __syncthreads();
+  // thread t finishes float4 column t (head_dim / 4 <= kCombineThreads)
+  const int t = threadIdx.x;
+  if (t < cols) {
+    float4 o = part[0][t];
+    PACKFA_UNROLL
+    for (int x = 1; x < kWaves; ++x) {
+      const float4 q = part[x][t];
+      o.x += q.x;
+      o.y += q.y;
+      o.z += q.z;
+      o.w += q.w;
+    }
+    store_o4(p, b, i, h, t, o, L > 0.0f ? 1.0f / L : 0.0f);
+  }
+  if (t == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
+  PACKFA_TRACE_AT(p, 2);
+}
+
 // More splits: one block per (sequence, query row, q head). The split states are read in parallel: the
 // weights 2^(M_s − M) / L go to shared memory, then thread groups each sum a strided subset
 // of splits for 4 dims at a time (float4 loads, the first batch issued before the weights are
