@@ -635,12 +635,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // Everything below reads memory a predecessor kernel may write (Q, the cache, lengths).
   pdl::wait();
   PACKFA_TRACE_AT(p, 1);
-  // Trigger at once (docs/pdl.md rule 2: placement is only performance): the combine grid is
-  // then launched once every split block has started, and its blocks take the multiprocessors
-  // the first split blocks leave instead of being launched behind the last block's trigger
-  // (trace at kv = 128k: the combine's wait returned 1.0 us after its blocks' entry, which
-  // came 0.3 us after the last split block).
-  pdl::launch_dependents();
 
   // The length load goes out first: the key range and the first chunk's copies wait on it.
   const int kv_len = p.kv_len[b];
@@ -1199,6 +1193,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   }
   __syncthreads();
   PACKFA_TRACE_AT(p, 8);
+
+  // Split output is written by every block; the work it reads is done, so dependents may start.
+  pdl::launch_dependents();
 
   // Each thread merges 4 dims of one row (float4 reads of the wave states, one 16-byte store
   // of the partial): at kv = 4k the block's end is on the critical path.
