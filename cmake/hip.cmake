@@ -79,8 +79,20 @@ if(NOT PACKFA_HIP_TOOLCHAIN_FOUND AND NOT (DEFINED PACKFA_ENABLE_HIP AND NOT PAC
   find_program(PACKFA_CCACHE ccache)
   mark_as_advanced(PACKFA_HIP_CLANG PACKFA_HIP_INCLUDE_DIR PACKFA_ROCM_BITCODE_DIR PACKFA_AMDHIP64_LIBRARY
     PACKFA_LLVM_DIS PACKFA_LLVM_AS PACKFA_CCACHE)
+  # clang's HIP driver runs clang-offload-bundler from its own bin folder (Debian: package
+  # clang-tools-19); without it every .hip compile fails at the bundling step.
+  set(_packfa_clang_bundler "")
+  if(PACKFA_HIP_CLANG)
+    get_filename_component(_packfa_clang_real ${PACKFA_HIP_CLANG} REALPATH)
+    get_filename_component(_packfa_clang_dir ${_packfa_clang_real} DIRECTORY)
+    if(EXISTS ${_packfa_clang_dir}/clang-offload-bundler)
+      set(_packfa_clang_bundler ${_packfa_clang_dir}/clang-offload-bundler)
+    else()
+      message(STATUS "packfa HIP: ${_packfa_clang_dir}/clang-offload-bundler missing (Debian: clang-tools-19)")
+    endif()
+  endif()
   if(PACKFA_HIP_CLANG AND PACKFA_HIP_INCLUDE_DIR AND PACKFA_ROCM_BITCODE_DIR AND PACKFA_LLVM_DIS
-     AND PACKFA_LLVM_AS AND PACKFA_AMDHIP64_LIBRARY)
+     AND PACKFA_LLVM_AS AND PACKFA_AMDHIP64_LIBRARY AND _packfa_clang_bundler)
     set(PACKFA_HIP_TOOLCHAIN_FOUND ON)
     set(PACKFA_HIP_MODE "shim")
   endif()
@@ -91,7 +103,7 @@ if(PACKFA_HIP_MODE STREQUAL "standard")
 elseif(PACKFA_HIP_MODE STREQUAL "shim")
   message(STATUS "packfa HIP: Debian shim (${PACKFA_HIP_CLANG}, device libs ${PACKFA_ROCM_BITCODE_DIR})")
 else()
-  message(STATUS "packfa HIP: no HIP toolchain found (Debian 12: apt-get install clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs)")
+  message(STATUS "packfa HIP: no HIP toolchain found (Debian 12: apt-get install clang-19 clang-tools-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs)")
 endif()
 
 # Device-library folder for the shim: symlinks to every system .bc + generated ISA versions.

@@ -4,7 +4,7 @@
 namespace packfa::device {
 constexpr int kCombineThreads = 128;
 constexpr int kMaxSplits = 1024;  // the planner never asks for more (shared weights array)
-constexpr int kWarpCombineMaxSplits = 64;  // up to here one block (fa_combine_row_kernel) or wave merges a row
+constexpr int kWarpCombineMaxSplits = 64;  // up to here a row's (max, sum) pairs fit two per lane of one wave
 // From here a row gets a block of kCombineThreads (fa_combine_row_kernel), below one wave
 // (fa_combine_warp_kernel). A/B on the H200: a block per row took the 33-split merge after
 // the split kernel from 2.5 to 1.0 us (kv 128k and 4k decode, one sequence), while batches
