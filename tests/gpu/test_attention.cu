@@ -198,8 +198,8 @@ TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
 
 // Below 16 splits one wave merges a row (fa_combine_warp_kernel), from 16 to 64 a block of
 // waves that share the splits (fa_combine_row_kernel), above that the generic block kernel;
-// each with a sink and the LSE, at a head dim of 1 (80), 1 (128) and 2 (256) float4 columns
-// per lane.
+// each with a sink and the LSE, at head dims 80 and 128 (one float4 column of O per lane)
+// and 256 (two).
 TEST_CASE("combine: wave, row-block and block merge, around the 16- and 64-split edges", "[attention]") {
   for (int D : {80, 128, 256}) {
     for (int splits : {2, 15, 16, 17, 64, 65, 100}) {

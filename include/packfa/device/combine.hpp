@@ -25,9 +25,9 @@ PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, f
 }
 
 // Fewer than kRowCombineMinSplits splits (batches of short splits): one wave per (sequence,
-// query row, q head), no block barriers. Lane s holds split s's (max, sum) (and s + 32), so the max, the
-// weights and L are two wave reductions; each lane owns float4 columns of O and sums the
-// splits' rows with the weights taken from their lanes. All loads go out before any math:
+// query row, q head), no block barriers. Lane s holds split s's (max, sum) (and s + 32), so
+// the max, the weights and L are two wave reductions; each lane owns float4 columns of O and
+// sums the splits' rows with the weights taken from their lanes. All loads go out before any math:
 // one memory round trip where the block kernel below needs three dependent steps.
 // kCols: float4 columns of O per lane (1: head_dim <= 128, 2: <= 256).
 template <int kCols>
@@ -124,10 +124,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
 }
 
 // kRowCombineMinSplits to kWarpCombineMaxSplits splits (long decode splits): one block of
-// kCombineThreads per (sequence, query row, q head). Every wave reads all splits' (max, sum) pairs (lane s holds
-// split s and s + 32) and forms M, L and the weights with wave reductions, no barrier; wave w
-// sums the O rows of splits w, w + W, ... (all its loads issued before the weights are
-// known), and one barrier adds the W wave sums. Why not one wave per row: for 33 splits its
+// kCombineThreads per (sequence, query row, q head). Every wave reads all splits' (max, sum)
+// pairs (lane s holds split s and s + 32) and forms M, L and the weights with wave
+// reductions, no barrier; wave w sums the O rows of splits w, w + W, ... (all its loads
+// issued before the weights are known), and one barrier adds the W wave sums. Why not one wave per row: for 33 splits its
 // ~1000 dependent instructions (33 x 32 float4 columns) took 2.5 us after the split kernel
 // on the H200, against 1.0 us for this kernel (bench/NOTES.md, session 7).
 // kCols: float4 columns of O per lane (1: head_dim <= 128, 2: <= 256).
