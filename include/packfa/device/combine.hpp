@@ -127,9 +127,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
 // kCombineThreads per (sequence, query row, q head). Every wave reads all splits' (max, sum)
 // pairs (lane s holds split s and s + 32) and forms M, L and the weights with wave
 // reductions, no barrier; wave w sums the O rows of splits w, w + W, ... (all its loads
-// issued before the weights are known), and one barrier adds the W wave sums. Why not one wave per row: for 33 splits its
-// ~1000 dependent instructions (33 x 32 float4 columns) took 2.5 us after the split kernel
-// on the H200, against 1.0 us for this kernel (bench/NOTES.md, session 7).
+// issued before the weights are known), and one barrier adds the W wave sums. Why not one
+// wave per row: for 33 splits its ~1000 dependent instructions (33 x 32 float4 columns) took
+// 2.5 us after the split kernel on the H200, against 1.0 us for this kernel (bench/NOTES.md,
+// session 7).
 // kCols: float4 columns of O per lane (1: head_dim <= 128, 2: <= 256).
 template <int kCols>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kernel(const CombineParams p) {
@@ -160,7 +161,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
       PACKFA_UNROLL
       for (int c = 0; c < kCols; ++c) {
         const int col = lane + c * arch::kWaveSize;
-        v[k][c] = (s < S && col < cols) ? po[static_cast<int64_t>(s) * cols + col] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        v[k][c] = (s < S && col < cols) ? po[static_cast<int64_t>(s) * cols + col]
+                                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
     }
   };
