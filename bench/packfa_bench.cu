@@ -13,6 +13,7 @@
 //
 //   packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only] [--kv N] [--nq N] [--d N]
 //                [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline] [--splits N] [--trace]
+//                [--head-major]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -61,6 +62,9 @@ namespace {
 
 int g_splits = 0;  // --splits N: force the split-KV count (0 = the dispatcher's choice)
 bool g_trace = false;  // --trace (PACKFA_TRACE builds): per-block timeline of one more call
+// --head-major: each KV head's rows contiguous ([seq][head][slot]) instead of llama.cpp's
+// token-major cache ([seq][slot][head], the default); the same bytes, another DRAM order
+bool g_head_major = false;
 
 __device__ uint32_t hash32(uint64_t x) {
   x ^= x >> 33;
@@ -334,12 +338,16 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.q = {DType::f16, q, static_cast<int64_t>(c.nq) * c.H * D, static_cast<int64_t>(c.H) * D, D};
   p.o = {DType::f16, o, static_cast<int64_t>(c.nq) * c.H * D, static_cast<int64_t>(c.H) * D, D};
   p.k.format = c.kf;
-  p.k.data_strides = {cap * kslot, kslot, krow};
-  p.k.scale_strides = {cap * sslot, sslot, srow};
+  // {seq, slot, head} byte strides of a plane whose (slot, head) row has `row` bytes
+  auto strides = [&](int64_t row) {
+    return g_head_major ? Strides{G * cap * row, row, cap * row} : Strides{cap * G * row, G * row, row};
+  };
+  p.k.data_strides = strides(krow);
+  p.k.scale_strides = strides(srow);
   p.k.block = 32;
   p.v.format = c.vf;
-  p.v.strides = {cap * vslot, vslot, vrow};
-  p.v.scale_strides = {cap * vsslot, vsslot, vsrow};
+  p.v.strides = strides(vrow);
+  p.v.scale_strides = strides(vsrow);
   p.kv_len = kvlen;
   p.dot = c.dot;
   KernelChoice ch;
@@ -571,6 +579,7 @@ int main(int argc, char** argv) {
     else if (a == "--v" && i + 1 < argc) only_v = argv[++i];
     else if (a == "--no-baseline") no_base = true;
     else if (a == "--splits" && i + 1 < argc) g_splits = std::atoi(argv[++i]);
+    else if (a == "--head-major") g_head_major = true;
     else if (a == "--quick") quick = true;
     else if (a == "--trace") g_trace = true;
     else if (a == "--chain-only") chain_only = true;
@@ -579,7 +588,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n"
                    "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
-                   "                    [--splits N] [--trace]\n");
+                   "                    [--splits N] [--trace] [--head-major]\n");
       return 2;
     }
   }
@@ -595,7 +604,8 @@ int main(int argc, char** argv) {
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const double copy = copy_bandwidth();
-  std::printf("GPU %s (%d SMs), device copy %.0f GB/s, commit %s\n", prop.name, prop.multiProcessorCount, copy, commit);
+  std::printf("GPU %s (%d SMs), device copy %.0f GB/s, commit %s%s\n", prop.name, prop.multiProcessorCount, copy, commit,
+              g_head_major ? ", head-major cache" : "");
 
   std::vector<Case> cases;
   if (!chain_only) {
@@ -648,13 +658,16 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f,
                  "{\n  \"gpu\": \"%s\",\n  \"sms\": %d,\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n"
+                 "  \"cache_layout\": \"%s\",\n"
                  "  \"copy_gb_per_s\": %.1f,\n  \"method\": \"median_us: median of %d event-timed (40 us spin kernel + call) minus median of the spin kernel alone "
                  "(the device time the call adds behind a running kernel); event_median_us: spin kernel, event, call, event (the event delays the launch); "
                  "10 warm-ups, inputs rotated past L2; copy = 1 GiB D2D memcpy, bytes read+written\",\n"
                  "  \"cases\": [\n    %s\n  ],\n"
                  "  \"chain_kv4096\": {\"stream_pdl_off_us\": %.3f, \"stream_pdl_on_us\": %.3f, "
                  "\"graph_pdl_off_us\": %.3f, \"graph_pdl_on_us\": %.3f}\n}\n",
-                 prop.name, prop.multiProcessorCount, date, commit, copy, reps, rows.c_str(), ch.stream_off,
+                 prop.name, prop.multiProcessorCount, date, commit,
+                 g_head_major ? "head-major [seq][head][slot]" : "token-major [seq][slot][head]", copy, reps,
+                 rows.c_str(), ch.stream_off,
                  ch.stream_on, ch.graph_off, ch.graph_on);
     std::fclose(f);
     std::printf("wrote %s\n", json.c_str());
