@@ -24,6 +24,32 @@ PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, f
   store_from_float(p.o, p.o_type, base + 3, o.w * inv);
 }
 
+// The merge weights of one row from its splits' (max, sum) pairs, two per lane (lane s holds
+// splits s and s + 32; absent splits (-inf, 0)), with the sink of q head h: M = max(M_s, sink),
+// w_s = 2^(M_s − M) and L = Σ w_s·L_s (+ 2^(sink − M)). Both wave-per-row kernels use it.
+struct SplitWeights {
+  float M, L;
+  float w[kWarpCombineMaxSplits / arch::kWaveSize];
+};
+PACKFA_DEV SplitWeights split_weights(const CombineParams& p, int h,
+                                      const float2 (&mine)[kWarpCombineMaxSplits / arch::kWaveSize]) {
+  constexpr int kPer = kWarpCombineMaxSplits / arch::kWaveSize;
+  SplitWeights r;
+  r.M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) r.M = fmaxf(r.M, mine[k].x);
+  r.M = arch::group_max(r.M);
+  float l = 0.0f;
+  PACKFA_UNROLL
+  for (int k = 0; k < kPer; ++k) {
+    r.w[k] = mine[k].x == kNegInf ? 0.0f : arch::exp2_fast(mine[k].x - r.M);
+    l += r.w[k] * mine[k].y;
+  }
+  r.L = arch::group_sum(l);
+  if (p.sinks && r.M != kNegInf) r.L += arch::exp2_fast(p.sinks[h] * kLog2e - r.M);
+  return r;
+}
+
 // Fewer than kRowCombineMinSplits splits (batches of short splits): one wave per (sequence,
 // query row, q head), no block barriers. Lane s holds split s's (max, sum) (and s + 32), so
 // the max, the weights and L are two wave reductions; each lane owns float4 columns of O and
@@ -70,18 +96,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
       early[k][c] = (k < S && col < cols) ? po[static_cast<int64_t>(k) * cols + col] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 
-  float M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  const SplitWeights sw = split_weights(p, h, mine);
+  const float M = sw.M, L = sw.L;
+  float w[kPer];
   PACKFA_UNROLL
-  for (int k = 0; k < kPer; ++k) M = fmaxf(M, mine[k].x);
-  M = arch::group_max(M);
-  float w[kPer], l = 0.0f;
-  PACKFA_UNROLL
-  for (int k = 0; k < kPer; ++k) {
-    w[k] = mine[k].x == kNegInf ? 0.0f : arch::exp2_fast(mine[k].x - M);
-    l += w[k] * mine[k].y;
-  }
-  float L = arch::group_sum(l);
-  if (p.sinks && M != kNegInf) L += arch::exp2_fast(p.sinks[h] * kLog2e - M);
+  for (int k = 0; k < kPer; ++k) w[k] = sw.w[k];
   const float inv = L > 0.0f ? 1.0f / L : 0.0f;
 
   auto add = [&](const float4 (&v)[kCols], float ws) {
@@ -175,18 +194,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
     mine[k] = s < S ? ml[s] : make_float2(kNegInf, 0.0f);
   }
 
-  float M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  const SplitWeights sw = split_weights(p, h, mine);
+  const float M = sw.M, L = sw.L;
+  float w[kPer];
   PACKFA_UNROLL
-  for (int k = 0; k < kPer; ++k) M = fmaxf(M, mine[k].x);
-  M = arch::group_max(M);
-  float w[kPer], l = 0.0f;
-  PACKFA_UNROLL
-  for (int k = 0; k < kPer; ++k) {
-    w[k] = mine[k].x == kNegInf ? 0.0f : arch::exp2_fast(mine[k].x - M);
-    l += w[k] * mine[k].y;
-  }
-  float L = arch::group_sum(l);
-  if (p.sinks && M != kNegInf) L += arch::exp2_fast(p.sinks[h] * kLog2e - M);
+  for (int k = 0; k < kPer; ++k) w[k] = sw.w[k];
 
   float4 acc[kCols];
   PACKFA_UNROLL
