@@ -26,7 +26,8 @@ PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, f
 
 // The merge weights of one row from its splits' (max, sum) pairs, two per lane (lane s holds
 // splits s and s + 32; absent splits (-inf, 0)), with the sink of q head h: M = max(M_s, sink),
-// w_s = 2^(M_s − M) and L = Σ w_s·L_s (+ 2^(sink − M)). Both wave-per-row kernels use it.
+// w_s = 2^(M_s − M) and L = Σ w_s·L_s (+ 2^(sink − M)). The one-wave and the row-block
+// combine kernels use it (every wave of a row block computes it for itself).
 struct SplitWeights {
   float M, L;
   float w[kWarpCombineMaxSplits / arch::kWaveSize];
