@@ -33,6 +33,7 @@ packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
   if (cp->k_format < 0 || cp->k_format > 1) return packfa::invalid("k_format", "unknown K format");
   if (cp->v_format < 0 || cp->v_format >= packfa::kNumVFormats) return packfa::invalid("v_format", "unknown V format");
   if (cp->dot < 0 || cp->dot > 1) return packfa::invalid("dot", "unknown dot mode");
+  if (cp->alibi_mode < 0 || cp->alibi_mode > 1) return packfa::invalid("alibi_mode", "must be 0 (position) or 1 (ggml)");
   packfa::AttnParams& p = *out;
   p.batch = cp->batch;
   p.nq = cp->nq;
@@ -71,6 +72,13 @@ packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
   p.workspace = cp->workspace;
   p.workspace_bytes = cp->workspace_bytes;
   p.pdl = cp->pdl;
+  p.paged.block_table = cp->block_table;
+  p.paged.table_stride = cp->block_table_stride;
+  p.paged.page_size = cp->page_size;
+  p.paged.num_pages = cp->num_pages;
+  p.mask_head_stride = cp->mask_head_stride;
+  p.alibi_mode = static_cast<packfa::AlibiMode>(cp->alibi_mode);
+  p.errors = cp->errors;
   return packfa::Status::Ok();
 }
 
@@ -132,6 +140,8 @@ int packfa_pack_k(const packfa_pack_k_params* cp, void* stream, char* msg, size_
         p.smooth_shift = cp->smooth_shift;
         p.counters = cp->counters;
         p.pdl = cp->pdl;
+        p.page_size = cp->page_size;
+        p.n_slots = cp->n_slots;
         return packfa::pack_k_packed16(p, stream);
       },
       msg, msg_cap);
@@ -152,6 +162,8 @@ int packfa_quantize_v(const packfa_quantize_v_params* cp, void* stream, char* ms
         p.slots = cp->slots;
         p.base_slot = cp->base_slot;
         p.pdl = cp->pdl;
+        p.page_size = cp->page_size;
+        p.n_slots = cp->n_slots;
         return packfa::quantize_v(p, stream);
       },
       msg, msg_cap);

@@ -302,6 +302,14 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
   out->rows_per_block = pl.inst->rows_per_block;
   out->row_groups = pl.row_groups;
   out->num_splits = pl.splits;
+  out->layout = p.paged.page_size > 0 ? "paged" + std::to_string(p.paged.page_size) : "contiguous";
+  out->claims = pl.claims > 0;
+  out->mma_qk = pl.inst->mma_qk;
+  out->combine = pl.splits <= 1                                     ? "none"
+                 : pl.splits >= device::kRowCombineMinSplits &&
+                         pl.splits <= device::kWarpCombineMaxSplits ? "row_block"
+                 : pl.splits <= device::kWarpCombineMaxSplits       ? "wave"
+                                                                    : "block";
   return Status::Ok();
 }
 

@@ -41,6 +41,37 @@ struct VCache {
   Strides scale_strides;
 };
 
+// Paged KV cache (vLLM / SGLang block tables), one view for every plane of K and V.
+// page_size == 0: not paged; key j of sequence b is at base + seq·b + slot·j + head·h.
+// Paged: key j of sequence b is slot j % page_size of physical page
+// pg = block_table[b · table_stride + j / page_size], at base + seq·pg + slot·(j % page_size)
+// + head·h — each plane's Strides.seq is then the byte stride between pages. vLLM's NHD
+// [pages][page_size][heads][dim] and HND [pages][heads][page_size][dim] layouts are both
+// such strides. Pages may be shared between sequences and appear in any order.
+struct PagedKV {
+  const int32_t* block_table = nullptr;  // device int32 [batch][table_stride] of page ids
+  int64_t table_stride = 0;              // elements between sequences' rows of the table
+  int page_size = 0;                     // keys per page: 0 (off), 16, 32, 64, 128 or 256
+  int num_pages = 0;                     // pages in the pool (ids >= it are out of contract)
+};
+
+// How ALiBi (alibi_max_bias > 0) meets the mask.
+enum class AlibiMode : int {
+  position = 0,  // s += mask + slope_h · (j - pos)   (the mask is a pure 0 / -inf visibility mask)
+  ggml = 1,      // s += slope_h · mask                (ggml_soft_max_ext: the engine's mask, e.g.
+                 //                                    llama.cpp's -|i - j| for ALiBi models)
+};
+
+// Optional device counters of out-of-contract device-side values (AttnParams::errors). The
+// kernel never reads outside the cache it was described; what it did instead is documented
+// in docs/format.md ("Device-side values").
+enum ErrorCounter : int {
+  kErrKvLen = 0,    // kv_len[b] < 0 or > max_kv_len: clamped into [0, max_kv_len]
+  kErrQPos = 1,     // q_pos[b][i] < 0 or >= kv_len[b] (after clamping)
+  kErrPageId = 2,   // a block_table entry < 0 or >= num_pages: the page reads as empty (keys hidden)
+  kNumErrorCounters = 3,
+};
+
 struct QTensor {  // element strides
   DType type = DType::f16;
   const void* data = nullptr;
@@ -87,6 +118,12 @@ struct AttnParams {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   int pdl = -1;                     // per-call PDL override: -1 = env/auto, 0 = off, 1 = on
+
+  // ---- appended fields (ABI order) ----
+  PagedKV paged;                    // block tables; page_size 0 = contiguous / strided cache
+  int64_t mask_head_stride = 0;     // elements between q heads' masks; 0 = one mask for all heads
+  AlibiMode alibi_mode = AlibiMode::position;
+  int* errors = nullptr;            // optional device int32[kNumErrorCounters], added to
 };
 
 // Which compiled kernel would run this call, and with how many splits (no launch).
@@ -97,6 +134,10 @@ struct KernelChoice {
   int row_groups = 0;
   int num_splits = 0;
   std::string why_not;   // when !compiled
+  std::string layout;    // "contiguous" or "paged<page_size>"
+  bool claims = false;   // splits hand out chunks through claim counters (device/chunk_source.hpp)
+  bool mma_qk = false;   // scores on tensor cores (NVIDIA mma) rather than lane = key dots
+  std::string combine;   // "none" (one split), "wave" (a wave per row, < 16 splits), "row_block" (16..64) or "block" (> 64)
 };
 
 // Validates every field the kernels rely on; names the first bad one.
@@ -121,6 +162,12 @@ struct PackKParams {
   // dst.smooth_scale (optional) is s: the cache stores quantize((k - m) / s)
   int* counters = nullptr;          // optional device int[2]: nonfinite, overflow (added to)
   int pdl = -1;
+  // ---- appended fields ----
+  // Paged cache: slot = page id · page_size + offset (vLLM's slot_mapping); dst's
+  // Strides.seq is the byte stride between pages. 0 = flat slots.
+  int page_size = 0;
+  int64_t n_slots = 0;              // slots in the cache (pages · page_size when paged); 0 = unchecked
+  // slots[t] < 0 skips token t (vLLM's padding); slots >= n_slots (when set) are skipped too.
 };
 Status pack_k_packed16(const PackKParams& p, void* stream);
 
@@ -130,9 +177,12 @@ struct QuantVParams {
   const void* src = nullptr;        // [token][kv_head][head_dim]
   int64_t src_token_stride = 0, src_head_stride = 0;  // elements
   VCache dst;                       // q8_0 or q4_0 (f16/bf16: converted copy)
-  const int32_t* slots = nullptr;
+  const int32_t* slots = nullptr;   // as PackKParams::slots (< 0: skip the token)
   int64_t base_slot = 0;
   int pdl = -1;
+  // ---- appended fields ----
+  int page_size = 0;                // as PackKParams::page_size
+  int64_t n_slots = 0;              // as PackKParams::n_slots
 };
 Status quantize_v(const QuantVParams& p, void* stream);
 // The checks pack_k_packed16 / quantize_v run before touching the device (also in builds

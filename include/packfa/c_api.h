@@ -54,6 +54,15 @@ typedef struct packfa_attn_params {
   /* v_format q8_0_planar: fp16 block scales (head_dim / 32 per row), byte strides */
   const void* v_scales;
   int64_t v_scale_strides[3];
+  /* paged KV (api.hpp PagedKV): page_size 0 = off; with pages each plane's strides[0] is
+   * the byte stride between pages */
+  const int32_t* block_table;
+  int64_t block_table_stride;
+  int page_size;
+  int num_pages;
+  int64_t mask_head_stride; /* elements; 0 = one mask for all heads */
+  int alibi_mode;           /* 0 = position (s += mask + slope*(j - pos)), 1 = ggml (s += slope*mask) */
+  int* errors;              /* optional device int32[3]: kv_len, q_pos, page id out of contract */
 } packfa_attn_params;
 
 /* Pack-on-write of new K rows into packed16 planes. src: [token][kv_head][head_dim] in
@@ -76,6 +85,8 @@ typedef struct packfa_pack_k_params {
   const float* smooth_scale;
   int* counters;
   int pdl;
+  int page_size;   /* paged: slot = page * page_size + offset; dst strides[0] = page stride */
+  int64_t n_slots; /* cache capacity in slots (0 = unchecked); slots < 0 or >= n_slots are skipped */
 } packfa_pack_k_params;
 
 /* Quantize-on-write of new V rows (v_format q8_0 / q4_0 / q8_0_planar, or an f16 / bf16
@@ -93,6 +104,8 @@ typedef struct packfa_quantize_v_params {
   int pdl;
   void* dst_scales;  /* q8_0_planar only */
   int64_t dst_scale_strides[3];
+  int page_size;     /* as packfa_pack_k_params */
+  int64_t n_slots;
 } packfa_quantize_v_params;
 
 const char* packfa_version(void);

@@ -1,4 +1,4 @@
-"""python/packfa.py over libpackfa_c: the ctypes mirror matches the C struct (a bad field is
+"""python/packfa/ over libpackfa_c: the ctypes mirror matches the C struct (a bad field is
 reported by name), and errors arrive as packfa.Error. Runs without a GPU."""
 import os
 import sys

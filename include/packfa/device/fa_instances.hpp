@@ -20,6 +20,7 @@ struct FaInstance {
   int smem_bytes = 0;
   int rows_per_block = 0;
   bool claims = false;  // can move work between splits (FaTraits::kClaims)
+  bool mma_qk = false;  // scores on tensor cores (FaTraits::kMmaQk)
 };
 
 constexpr int kHeadDims[] = {64, 80, 96, 112, 128, 256};
@@ -50,6 +51,7 @@ void register_fa_instance(FaRegistry& reg, int rclass) {
   e.smem_bytes = T::kSmemBytes;
   e.rows_per_block = RMAX;
   e.claims = T::kClaims;
+  e.mma_qk = T::kMmaQk;
 }
 
 template <int D, VFormat VF, QKMode QK>

@@ -20,6 +20,7 @@ DTYPE = {"f32": 0, "f16": 1, "bf16": 2}
 K_FORMAT = {"packed16": 0, "f16": 1}
 V_FORMAT = {"f16": 0, "bf16": 1, "q8_0": 2, "q4_0": 3, "q8_0_planar": 4}
 DOT = {"int8": 0, "f16": 1}
+ALIBI_MODE = {"position": 0, "ggml": 1}
 
 _i64x3 = ctypes.c_int64 * 3
 _i64x2 = ctypes.c_int64 * 2
@@ -44,6 +45,9 @@ class AttnParams(ctypes.Structure):
         ("lse", ctypes.c_void_p), ("dot", ctypes.c_int), ("num_splits", ctypes.c_int),
         ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t), ("pdl", ctypes.c_int),
         ("v_scales", ctypes.c_void_p), ("v_scale_strides", _i64x3),  # appended (q8_0_planar)
+        ("block_table", ctypes.c_void_p), ("block_table_stride", ctypes.c_int64),  # appended (paged KV)
+        ("page_size", ctypes.c_int), ("num_pages", ctypes.c_int),
+        ("mask_head_stride", ctypes.c_int64), ("alibi_mode", ctypes.c_int), ("errors", ctypes.c_void_p),
     ]
 
     def __init__(self, **kw):
@@ -64,6 +68,7 @@ class PackKParams(ctypes.Structure):
         ("slots", ctypes.c_void_p), ("base_slot", ctypes.c_int64),
         ("smooth_shift", ctypes.c_void_p), ("smooth_scale", ctypes.c_void_p),
         ("counters", ctypes.c_void_p), ("pdl", ctypes.c_int),
+        ("page_size", ctypes.c_int), ("n_slots", ctypes.c_int64),  # appended (paged KV)
     ]
 
     def __init__(self, **kw):
@@ -82,6 +87,7 @@ class QuantizeVParams(ctypes.Structure):
         ("v_format", ctypes.c_int), ("dst", ctypes.c_void_p), ("dst_strides", _i64x3),
         ("slots", ctypes.c_void_p), ("base_slot", ctypes.c_int64), ("pdl", ctypes.c_int),
         ("dst_scales", ctypes.c_void_p), ("dst_scale_strides", _i64x3),  # appended (q8_0_planar)
+        ("page_size", ctypes.c_int), ("n_slots", ctypes.c_int64),  # appended (paged KV)
     ]
 
     def __init__(self, **kw):
