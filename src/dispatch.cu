@@ -2,6 +2,7 @@
 // Compiled by nvcc for CUDA and (through dispatch.hip) by clang for HIP.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -281,6 +282,71 @@ Status resident_blocks(const FaInstance* inst, int device, int* out) {
   return Status::Ok();
 }
 
+// ---- device-accessible pointers ----------------------------------------------------------------
+// A pageable host pointer (or one that is no allocation at all) handed to a kernel kills the
+// caller's CUDA context; the runtime can tell such pointers apart (cudaPointerGetAttributes),
+// at ~0.1-0.3 us a query. Answers are cached per thread and 2 MiB region: device allocations
+// are carved from 2 MiB-aligned ranges of the unified address space that host allocations do
+// not share, and an engine passes the same few regions on every call. PACKFA_CHECK_POINTERS=0
+// turns the check off (read once).
+#if defined(PACKFA_BACKEND_CUDA)
+bool pointer_check_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("PACKFA_CHECK_POINTERS");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+bool pageable_access(int device) {
+  static std::mutex mu;
+  static std::vector<int> cache;  // -1 unknown, 0, 1
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<int>(cache.size()) <= device) cache.resize(device + 1, -1);
+  if (cache[device] < 0) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrPageableMemoryAccess, device) != cudaSuccess) v = 0;
+    cache[device] = v ? 1 : 0;
+  }
+  return cache[device] == 1;
+}
+Status check_device_pointer(const void* ptr, const char* field, int device) {
+  if (!ptr || !pointer_check_enabled()) return Status::Ok();
+  thread_local std::vector<uintptr_t> known;  // 2 MiB regions seen to be device-accessible
+  const uintptr_t region = reinterpret_cast<uintptr_t>(ptr) >> 21;
+  for (uintptr_t r : known)
+    if (r == region) return Status::Ok();
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it
+    return invalid(field, "cannot query the pointer (" + std::string(cudaGetErrorString(e)) + ")");
+  }
+  const bool ok = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+                  (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr) || pageable_access(device);
+  if (!ok) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%p", ptr);
+    return invalid(field, std::string("is not device-accessible memory (") + buf +
+                              ": pageable host memory or no allocation; pass cudaMalloc'd or pinned memory)");
+  }
+  if (known.size() < 4096) known.push_back(region);
+  return Status::Ok();
+}
+#else
+Status check_device_pointer(const void*, const char*, int) { return Status::Ok(); }  // HIP: not checked yet
+#endif
+
+Status check_pointers(const AttnParams& p, int device) {
+  const std::pair<const void*, const char*> ptrs[] = {
+      {p.q.data, "q.data"},       {p.o.data, "o.data"},         {p.k.data, "k.data"},
+      {p.k.scales, "k.scales"},   {p.v.data, "v.data"},         {p.v.scales, "v.scales"},
+      {p.kv_len, "kv_len"},       {p.q_pos, "q_pos"},           {p.mask, "mask"},
+      {p.sinks, "sinks"},         {p.lse, "lse"},               {p.k.smooth_scale, "k.smooth_scale"},
+      {p.errors, "errors"},       {p.workspace, "workspace"},   {p.paged.block_table, "paged.block_table"}};
+  for (const auto& x : ptrs) PACKFA_TRY(check_device_pointer(x.first, x.second, device));
+  return Status::Ok();
+}
+
 int current_device() {
   int d = 0;
   GPU(GetDevice)(&d);
@@ -325,6 +391,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   const int device = current_device();
   Plan pl;
   PACKFA_TRY(plan(p, device, &pl));
+  PACKFA_TRY(check_pointers(p, device));
 
   FaKernelParams kp{};
   kp.batch = p.batch;
@@ -381,6 +448,14 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   kp.mask_seq = p.mask_seq_stride;
   kp.mask_row = p.mask_row_stride;
   kp.sinks = p.sinks;
+  kp.max_kv_len = p.max_kv_len;
+  kp.errors = p.errors;
+  kp.block_table = p.paged.page_size > 0 ? p.paged.block_table : nullptr;
+  kp.table_stride = p.paged.table_stride;
+  kp.page_size = p.paged.page_size;
+  kp.num_pages = p.paged.num_pages;
+  kp.mask_head = p.mask_head_stride;
+  kp.alibi_pos = p.alibi_max_bias > 0.0f && p.alibi_mode == AlibiMode::position ? 1 : 0;
   if (p.alibi_max_bias > 0.0f) {
     int n2 = 1;
     while (n2 * 2 <= p.n_q_heads) n2 *= 2;
@@ -446,6 +521,16 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
 Status pack_k_packed16(const PackKParams& p, void* stream) {
   PACKFA_TRY(validate(p));
   if (p.n_tokens == 0) return Status::Ok();
+  {
+    const int dev = current_device();
+    PACKFA_TRY(check_device_pointer(p.src, "src", dev));
+    PACKFA_TRY(check_device_pointer(p.dst.data, "dst.data", dev));
+    PACKFA_TRY(check_device_pointer(p.dst.scales, "dst.scales", dev));
+    PACKFA_TRY(check_device_pointer(p.slots, "slots", dev));
+    PACKFA_TRY(check_device_pointer(p.smooth_shift, "smooth_shift", dev));
+    PACKFA_TRY(check_device_pointer(p.dst.smooth_scale, "dst.smooth_scale", dev));
+    PACKFA_TRY(check_device_pointer(p.counters, "counters", dev));
+  }
   device::PackKKernelParams kp{};
   kp.n_tokens = p.n_tokens;
   kp.n_kv_heads = p.n_kv_heads;
@@ -466,6 +551,10 @@ Status pack_k_packed16(const PackKParams& p, void* stream) {
   kp.shift = p.smooth_shift;
   kp.chan_scale = p.dst.smooth_scale;
   kp.counters = p.counters;
+  kp.page_size = p.page_size;
+  kp.pay_page = p.dst.data_strides.seq;
+  kp.sc_page = p.dst.scale_strides.seq;
+  kp.n_slots = p.n_slots;
   return detail::launch_pack_k(kp, static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * (p.head_dim / p.dst.block),
                                stream, p.pdl);
 }
@@ -473,6 +562,13 @@ Status pack_k_packed16(const PackKParams& p, void* stream) {
 Status quantize_v(const QuantVParams& p, void* stream) {
   PACKFA_TRY(validate(p));
   if (p.n_tokens == 0) return Status::Ok();
+  {
+    const int dev = current_device();
+    PACKFA_TRY(check_device_pointer(p.src, "src", dev));
+    PACKFA_TRY(check_device_pointer(p.dst.data, "dst.data", dev));
+    PACKFA_TRY(check_device_pointer(p.dst.scales, "dst.scales", dev));
+    PACKFA_TRY(check_device_pointer(p.slots, "slots", dev));
+  }
   device::QuantVKernelParams kp{};
   kp.n_tokens = p.n_tokens;
   kp.n_kv_heads = p.n_kv_heads;
@@ -490,6 +586,10 @@ Status quantize_v(const QuantVParams& p, void* stream) {
   kp.dscale_head = p.dst.scale_strides.head;
   kp.slots = p.slots;
   kp.base_slot = p.base_slot;
+  kp.page_size = p.page_size;
+  kp.dst_page = p.dst.strides.seq;
+  kp.dscale_page = p.dst.scale_strides.seq;
+  kp.n_slots = p.n_slots;
   return detail::launch_quantize_v(kp, static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * ((p.head_dim + 31) / 32),
                                    stream, p.pdl);
 }

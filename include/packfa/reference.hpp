@@ -4,8 +4,11 @@
 // sinks included). Semantics (docs/format.md, "Attention semantics"):
 //   score_j = raw(q, k_j) * scale, scale = p.scale > 0 ? p.scale : 1/sqrt(head_dim)
 //   softcap:  s = softcap * tanh(s / softcap)                      (p.softcap > 0)
-//   mask:     s += float(fp16 mask[b*mask_seq_stride + i*mask_row_stride + j])  (-inf hides j)
-//   ALiBi:    s += slope_h * (j - pos)   (ggml slopes, p.alibi_max_bias > 0)
+//   mask:     m = float(fp16 mask[b*mask_seq_stride + i*mask_row_stride + h*mask_head_stride + j])
+//             (-inf hides j); s += m
+//   ALiBi:    (ggml slopes, p.alibi_max_bias > 0) AlibiMode::position: s += slope_h * (j - pos);
+//             AlibiMode::ggml: s += slope_h * m instead of m (ggml_soft_max_ext's rule)
+//   paged:    K/V rows through the block table (api.hpp PagedKV)
 //   visible:  j < kv_len[b] && (!causal || j <= pos) && (window == 0 || j > pos - window)
 //   pos = q_pos ? q_pos[b*nq + i] : kv_len[b] - nq + i
 //   sinks:    sinks[h] joins the softmax denominator (no value vector)

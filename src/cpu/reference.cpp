@@ -13,6 +13,14 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 bool valid_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
+// Byte offset of key j of sequence b in a plane (api.hpp PagedKV): b·seq + j·slot, or through
+// the block table, seq then being the page stride. The KV head's offset is added by the caller.
+int64_t key_offset(const AttnParams& p, const Strides& s, int b, int j) {
+  if (p.paged.page_size <= 0) return b * s.seq + j * s.slot;
+  const int64_t page = p.paged.block_table[b * p.paged.table_stride + j / p.paged.page_size];
+  return page * s.seq + static_cast<int64_t>(j % p.paged.page_size) * s.slot;
+}
+
 Status check(const AttnParams& p, RefMode mode) {
   if (mode != RefMode::exact && mode != RefMode::kernel_int8 && mode != RefMode::kernel_f16)
     return invalid("mode", "unknown RefMode");
@@ -26,6 +34,8 @@ Status check(const AttnParams& p, RefMode mode) {
   if (!p.k.data) return invalid("k.data", "is null");
   if (!p.v.data) return invalid("v.data", "is null");
   if (!p.kv_len) return invalid("kv_len", "is null");
+  if (p.paged.page_size > 0 && !p.paged.block_table) return invalid("paged.block_table", "is null");
+  if (p.alibi_mode != AlibiMode::position && p.alibi_mode != AlibiMode::ggml) return invalid("alibi_mode", "unknown");
   if (p.k.format == KFormat::packed16) {
     if (!p.k.scales) return invalid("k.scales", "is null");
     if (p.k.block != 16 && p.k.block != 32) return invalid("k.block", "must be 16 or 32");
@@ -88,7 +98,7 @@ void load_q(const AttnParams& p, RefMode mode, int b, int i, int h, QRow* r) {
 
 double raw_score(const AttnParams& p, RefMode mode, const QRow& r, int b, int j, int g) {
   const int d = p.head_dim;
-  const char* row = static_cast<const char*>(p.k.data) + b * p.k.data_strides.seq + j * p.k.data_strides.slot +
+  const char* row = static_cast<const char*>(p.k.data) + key_offset(p, p.k.data_strides, b, j) +
                     g * p.k.data_strides.head;
   if (p.k.format == KFormat::f16) {
     const uint16_t* kh = reinterpret_cast<const uint16_t*>(row);
@@ -99,7 +109,7 @@ double raw_score(const AttnParams& p, RefMode mode, const QRow& r, int b, int j,
   }
   const int8_t* kq = reinterpret_cast<const int8_t*>(row);
   const uint16_t* ks = reinterpret_cast<const uint16_t*>(static_cast<const char*>(p.k.scales) +
-                                                         b * p.k.scale_strides.seq + j * p.k.scale_strides.slot +
+                                                         key_offset(p, p.k.scale_strides, b, j) +
                                                          g * p.k.scale_strides.head);
   const int B = p.k.block;
   double acc = 0.0;
@@ -135,13 +145,17 @@ double row_logits(const AttnParams& p, RefMode mode, QRow* r, int b, int i, int 
     if (p.window > 0 && j <= pos - p.window) continue;
     double m = 0.0;
     if (p.mask) {
-      m = fp16_to_float(p.mask[b * p.mask_seq_stride + i * p.mask_row_stride + j]);
+      m = fp16_to_float(p.mask[b * p.mask_seq_stride + i * p.mask_row_stride + h * p.mask_head_stride + j]);
       if (std::isinf(m) && m < 0) continue;
     }
     double s = raw_score(p, mode, *r, b, j, g) * scale;
     if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
-    s += m;
-    if (p.alibi_max_bias > 0.0f) s += slope * static_cast<double>(j - pos);
+    if (p.alibi_max_bias > 0.0f && p.alibi_mode == AlibiMode::ggml) {
+      s += slope * m;  // ggml_soft_max_ext / flash_attn_ext: the mask scaled by the head's slope
+    } else {
+      s += m;
+      if (p.alibi_max_bias > 0.0f) s += slope * static_cast<double>(j - pos);
+    }
     (*out)[j] = s;
   }
   return p.sinks ? static_cast<double>(p.sinks[h]) : kNegInf;
@@ -238,10 +252,10 @@ Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double
         for (int j = 0; j < L; ++j) {
           if (std::isinf(logits[j]) && logits[j] < 0) continue;
           const double pj = std::exp(logits[j] - l);
-          const char* vr = static_cast<const char*>(p.v.data) + b * p.v.strides.seq + j * p.v.strides.slot +
+          const char* vr = static_cast<const char*>(p.v.data) + key_offset(p, p.v.strides, b, j) +
                            g * p.v.strides.head;
-          const char* vsr = p.v.scales ? static_cast<const char*>(p.v.scales) + b * p.v.scale_strides.seq +
-                                             j * p.v.scale_strides.slot + g * p.v.scale_strides.head
+          const char* vsr = p.v.scales ? static_cast<const char*>(p.v.scales) + key_offset(p, p.v.scale_strides, b, j) +
+                                             g * p.v.scale_strides.head
                                        : nullptr;
           dequantize_v_row(p.v.format, vr, vsr, d, vrow.data());
           for (int c = 0; c < d; ++c) out[c] += pj * vrow[c];

@@ -28,6 +28,7 @@
 #include "packfa/device/chunk_source.hpp"
 #include "packfa/device/fa_layout.hpp"
 #include "packfa/device/fa_params.hpp"
+#include "packfa/device/kv_view.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/format.hpp"
 #include "packfa/pdl.hpp"
@@ -267,7 +268,8 @@ struct RowInfo {
   float slope;  // ALiBi slope (0 when off)
   int head;     // q head
   int key_lo, key_hi;  // visible keys [key_lo, key_hi): sliding window and causal limits
-  int pad[2];
+  float mask_mul;      // the mask's factor: 1, or the ALiBi slope (AlibiMode::ggml: s += slope · mask)
+  int pad;
 };
 
 // int8 Q·K, lane = key: 16-byte pieces of the key's row against every query row (Q and its
@@ -637,7 +639,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   PACKFA_TRACE_AT(p, 1);
 
   // The length load goes out first: the key range and the first chunk's copies wait on it.
-  const int kv_len = p.kv_len[b];
+  // Clamped into [0, max_kv_len]: reads never pass the cache the caller described
+  // (docs/format.md, "Device-side values").
+  const int kv_len_raw = p.kv_len[b];
+  const int kv_len = min(max(kv_len_raw, 0), p.max_kv_len);
+  const bool counts = p.errors && kvh == 0 && split == 0;  // one block per sequence (and row group) counts
+  if (counts && rg == 0 && tid == 0 && kv_len != kv_len_raw) atomicAdd(p.errors + 0, 1);
 
   // Q items: one wave per (row, 32-dim block), lane = dim, in batches of 8 per wave. The first
   // batch is loaded now: Q addresses do not depend on the lengths, so its latency overlaps
@@ -687,9 +694,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // first chunk's copies go out as soon as kv_len arrives; at kv = 4k the prologue is most of
   // the kernel) -----------------------------------------------------------------------------------
   // rows row0 .. row0 + nrows - 1 are query rows qi_lo .. qi_hi (row g: qi = g / gqa)
-  auto pos_of = [&](int qi) {  // position of query row qi (also the row table's, below)
+  auto raw_pos_of = [&](int qi) {
     return p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + qi] : kv_len - p.nq + qi;
   };
+  // position of query row qi (also the row table's, below), clamped into [-1, kv_len]: every
+  // in-contract position is unchanged, and the key-range arithmetic below cannot overflow
+  auto pos_of = [&](int qi) { return min(max(raw_pos_of(qi), -1), kv_len); };
   const int qi_lo = row0 / p.gqa, qi_hi = (row0 + nrows - 1) / p.gqa;
   int pmin = pos_of(qi_lo), pmax = pmin;
   for (int qi = qi_lo + 1; qi <= qi_hi; ++qi) {  // decode rows: qi_lo == qi_hi
@@ -697,7 +707,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     pmin = min(pmin, pos);
     pmax = max(pmax, pos);
   }
-  const int lo = p.window > 0 ? max(0, pmin - p.window + 1) : 0;
+  // chunks start at multiples of 32 keys (a paged chunk then spans at most two pages,
+  // kv_view.hpp); the rows' own ranges hide the keys before a window
+  const int lo = p.window > 0 ? max(0, pmin - p.window + 1) & ~(T::kChunk - 1) : 0;
   const int hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
   // The group's keys [lo, hi) in chunks of 32 from lo; split s owns split_len / 32 of them, and
   // with claim counters waves may also take chunks of other splits (chunk_source.hpp).
@@ -719,10 +731,14 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // ---- per-wave streaming loop ----------------------------------------------------------------
   char* wave_smem = loop_smem + wave * T::kWaveBytes;
   float* pbuf = reinterpret_cast<float*>(wave_smem + T::kStages * T::kStageBytes);
-  const char* kbase = p.k + static_cast<int64_t>(b) * p.k_seq + static_cast<int64_t>(kvh) * p.k_head;
-  const char* ksbase = p.ks + static_cast<int64_t>(b) * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
-  const char* vbase = p.v + static_cast<int64_t>(b) * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
-  const char* vsbase = p.vs + static_cast<int64_t>(b) * p.vs_seq + static_cast<int64_t>(kvh) * p.vs_head;
+  // the planes of this (sequence, KV head); keys are placed by the view (kv_view.hpp)
+  const KvView view{p.page_size ? p.block_table + static_cast<int64_t>(b) * p.table_stride : nullptr,
+                    31 - __clz(p.page_size | 1), p.num_pages, p.errors};
+  const int64_t bseq = p.page_size ? 0 : b;  // paged: the seq strides are page strides
+  const char* kbase = p.k + bseq * p.k_seq + static_cast<int64_t>(kvh) * p.k_head;
+  const char* ksbase = p.ks + bseq * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
+  const char* vbase = p.v + bseq * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
+  const char* vsbase = p.vs + bseq * p.vs_seq + static_cast<int64_t>(kvh) * p.vs_head;
   const bool b16 = p.k_block == 16;
   const float softcap = p.softcap;
   const uint16_t* mask_row_base =
@@ -756,11 +772,15 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     char* st = wave_smem + stage * T::kStageBytes;
     char* ks_dst = st + T::kChunk * T::kKPitch;
     char* v_dst = ks_dst + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
-    stage_rows<T::kKRowBytes, T::kKPitch>(st, kbase + static_cast<int64_t>(key0) * p.k_slot, p.k_slot, n, 16);
+    const KvRuns ru = view.runs(key0, n);  // one run of rows, or two across a page boundary
+    stage_rows<T::kKRowBytes, T::kKPitch>(st, kbase + ru.run_offset(0, p.k_seq, p.k_slot), p.k_slot, ru.split, 16);
+    if (ru.split < n)
+      stage_rows<T::kKRowBytes, T::kKPitch>(st + ru.split * T::kKPitch, kbase + ru.run_offset(1, p.k_seq, p.k_slot),
+                                            p.k_slot, n - ru.split, 16);
     if constexpr (QK != QKMode::f16) {
       // each lane copies its own key's scale row (2·D/B bytes)
       if (lane < n) {
-        const char* src = ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot;
+        const char* src = ksbase + ru.key_offset(lane, p.ks_seq, p.ks_slot);
         char* dst = ks_dst + lane * T::kScalePitch;
         if (b16) {
           stage_scale_row<2 * D / 16>(dst, src, p.ks_width);
@@ -769,12 +789,15 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
         }
       }
     }
-    const char* vsrc = vbase + static_cast<int64_t>(key0) * p.v_slot;
-    stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vsrc, p.v_slot, n, p.v_width);
+    stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vbase + ru.run_offset(0, p.v_seq, p.v_slot), p.v_slot, ru.split,
+                                          p.v_width);
+    if (ru.split < n)
+      stage_rows<T::kVRowBytes, T::kVPitch>(v_dst + ru.split * T::kVPitch, vbase + ru.run_offset(1, p.v_seq, p.v_slot),
+                                            p.v_slot, n - ru.split, p.v_width);
     if constexpr (VF == VFormat::q8_0_planar) {  // each lane its own key's scale row
       if (lane < n)
         stage_scale_row<2 * D / 32>(v_dst + T::kChunk * T::kVPitch + lane * T::kVScalePitch,
-                                    vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot, p.vs_width);
+                                    vsbase + ru.key_offset(lane, p.vs_seq, p.vs_slot), p.vs_width);
     }
     arch::copy_async_commit();
   };
@@ -788,16 +811,21 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
 
   // ---- row facts (read after the barrier that ends the Q set-up) ------------------------------
   if (tid < RMAX) {
-    RowInfo ri{0, 0, 0.0f, 0, 0, 0, {0, 0}};
+    RowInfo ri{0, 0, 0.0f, 0, 0, 0, 1.0f, 0};
     if (tid < nrows) {
       const int g = row0 + tid;
       ri.qi = g / p.gqa;
       ri.head = kvh * p.gqa + (g - ri.qi * p.gqa);
       ri.pos = pos_of(ri.qi);
+      if (counts && g == ri.qi * p.gqa) {  // one count per query row
+        const int raw = raw_pos_of(ri.qi);
+        if (raw < 0 || raw >= kv_len) atomicAdd(p.errors + 1, 1);
+      }
       if (p.alibi_n2 > 0) {
         const int h = ri.head;
         ri.slope = h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(h + 1))
                                   : powf(p.alibi_m1, static_cast<float>(2 * (h - p.alibi_n2) + 1));
+        if (!p.alibi_pos) ri.mask_mul = ri.slope;
       }
       ri.key_lo = p.window > 0 ? ri.pos - p.window + 1 : 0;
       ri.key_hi = p.causal ? ri.pos + 1 : kv_len;
@@ -965,8 +993,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
                 x *= kLn2;
                 if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
                 if (visible && mask_row_base)
-                  x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + kk]);
-                if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(kk - ri.pos);
+                  x += ri.mask_mul * arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row +
+                                                                       static_cast<int64_t>(ri.head) * p.mask_head + kk]);
+                if (p.alibi_pos) x += ri.slope * static_cast<float>(kk - ri.pos);
                 x *= kLog2e;
               }
               x = visible ? x : kNegInf;
@@ -1097,8 +1126,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
           const RowInfo ri = rinfo[r];
           if (softcap > 0.0f) x = softcap * tanhf(x / softcap);
           if (visible && mask_row_base)
-            x += arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row + key]);
-          if (p.alibi_n2 > 0) x += ri.slope * static_cast<float>(key - ri.pos);
+            x += ri.mask_mul * arch::half_to_float(mask_row_base[static_cast<int64_t>(ri.qi) * p.mask_row +
+                                                                 static_cast<int64_t>(ri.head) * p.mask_head + key]);
+          if (p.alibi_pos) x += ri.slope * static_cast<float>(key - ri.pos);
         }
         x = visible ? x * kLog2e : kNegInf;
         const float m_new = fmaxf(m_run[r], arch::group_max(x));

@@ -78,6 +78,16 @@ struct FaKernelParams {
   unsigned* claims;
   int pool0;
 
+  // Paged caches (device/kv_view.hpp): page_size 0 = contiguous, else a power of two >= 16;
+  // then k_seq, ks_seq, v_seq, vs_seq are the byte strides between pages.
+  const int32_t* block_table;  // [batch][table_stride] page ids
+  int64_t table_stride;
+  int page_size, num_pages;
+  int max_kv_len;   // device lengths are clamped to [0, max_kv_len]
+  int* errors;      // out-of-contract counters (api.hpp ErrorCounter) or null
+  int64_t mask_head;  // elements between q heads' masks (0: shared)
+  int alibi_pos;    // 1: ALiBi as slope · (j - pos) (AlibiMode::position); ggml mode scales the mask
+
   unsigned long long* trace;  // per-block timeline (builds with PACKFA_TRACE; else unused, null)
 };
 

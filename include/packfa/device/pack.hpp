@@ -46,7 +46,8 @@ PACKFA_DEV void pack_k_block(const PackKKernelParams& p, int64_t t, int h, int b
   const uint16_t d = packed16_quantize_block(x, B, q, &st);
 
   const int64_t slot = p.slots ? static_cast<int64_t>(p.slots[t]) : p.base_slot + t;
-  char* pay = p.payload + slot * p.pay_slot + static_cast<int64_t>(h) * p.pay_head + d0;
+  if (slot < 0 || (p.n_slots > 0 && slot >= p.n_slots)) return;  // padding token / outside the cache
+  char* pay = p.payload + slot_offset(slot, p.page_size, p.pay_page, p.pay_slot) + static_cast<int64_t>(h) * p.pay_head + d0;
   PACKFA_UNROLL
   for (int i = 0; i < B; i += 16) {
     uint32_t w[4];
@@ -58,7 +59,8 @@ PACKFA_DEV void pack_k_block(const PackKKernelParams& p, int64_t t, int h, int b
              (static_cast<uint32_t>(static_cast<uint8_t>(q[i + 4 * j + 3])) << 24);
     *reinterpret_cast<uint4*>(pay + i) = uint4{w[0], w[1], w[2], w[3]};
   }
-  *reinterpret_cast<uint16_t*>(p.scales + slot * p.sc_slot + static_cast<int64_t>(h) * p.sc_head + 2 * blk) = d;
+  *reinterpret_cast<uint16_t*>(p.scales + slot_offset(slot, p.page_size, p.sc_page, p.sc_slot) +
+                               static_cast<int64_t>(h) * p.sc_head + 2 * blk) = d;
   if (p.counters && (st.nonfinite | st.overflow)) {
     if (st.nonfinite) atomicAdd(p.counters, st.nonfinite);
     if (st.overflow) atomicAdd(p.counters + 1, st.overflow);
@@ -89,7 +91,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const
   const int d0 = blk * 32, n = min(32, p.head_dim - d0);
   const int64_t sbase = t * p.src_token + static_cast<int64_t>(h) * p.src_head + d0;
   const int64_t slot = p.slots ? static_cast<int64_t>(p.slots[t]) : p.base_slot + t;
-  char* row = p.dst + slot * p.dst_slot + static_cast<int64_t>(h) * p.dst_head;
+  if (slot < 0 || (p.n_slots > 0 && slot >= p.n_slots)) return;  // padding token / outside the cache
+  char* row = p.dst + slot_offset(slot, p.page_size, p.dst_page, p.dst_slot) + static_cast<int64_t>(h) * p.dst_head;
   if (p.dst_format == static_cast<int>(VFormat::f16) || p.dst_format == static_cast<int>(VFormat::bf16)) {
     const bool half = p.dst_format == static_cast<int>(VFormat::f16);
     for (int i = 0; i < n; ++i) {
@@ -108,7 +111,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kPackThreads, 1) quantize_v_kernel(const
     int4* dq = reinterpret_cast<int4*>(row + d0);  // rows 16-byte aligned (validated)
     dq[0] = *reinterpret_cast<const int4*>(q);
     dq[1] = *reinterpret_cast<const int4*>(q + 16);
-    reinterpret_cast<uint16_t*>(p.dst_scales + slot * p.dscale_slot + static_cast<int64_t>(h) * p.dscale_head)[blk] = d;
+    reinterpret_cast<uint16_t*>(p.dst_scales + slot_offset(slot, p.page_size, p.dscale_page, p.dscale_slot) +
+                                static_cast<int64_t>(h) * p.dscale_head)[blk] = d;
     return;
   }
   const bool q8 = p.dst_format == static_cast<int>(VFormat::q8_0);
