@@ -456,6 +456,7 @@ TEST_CASE("device-side values out of contract: clamped, counted, context alive",
   q.k.scale_strides.seq = 32 * hp.k_scale_strides.slot;
   q.v.strides.seq = 32 * hp.v_strides[static_cast<int>(VFormat::q8_0)].slot;
   q.errors = errs.as<int>();
+  q.q_pos = nullptr;  // rows at 298, 299: every page is read
   const int32_t len300[1] = {300};
   CUDA_CHECK(cudaMemcpy(const_cast<int32_t*>(q.kv_len), len300, 4, cudaMemcpyHostToDevice));
   REQUIRE(fa_packed16_forward(q, nullptr).ok());

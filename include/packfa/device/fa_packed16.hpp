@@ -731,9 +731,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // ---- per-wave streaming loop ----------------------------------------------------------------
   char* wave_smem = loop_smem + wave * T::kWaveBytes;
   float* pbuf = reinterpret_cast<float*>(wave_smem + T::kStages * T::kStageBytes);
-  // the planes of this (sequence, KV head); keys are placed by the view (kv_view.hpp)
-  const KvView view{p.page_size ? p.block_table + static_cast<int64_t>(b) * p.table_stride : nullptr,
-                    31 - __clz(p.page_size | 1), p.num_pages, p.errors};
+  // the planes of this (sequence, KV head); keys are placed by the view (kv_view.hpp, below)
   const int64_t bseq = p.page_size ? 0 : b;  // paged: the seq strides are page strides
   const char* kbase = p.k + bseq * p.k_seq + static_cast<int64_t>(kvh) * p.k_head;
   const char* ksbase = p.ks + bseq * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
@@ -766,38 +764,56 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       PACKFA_UNROLL
       for (int j = 0; j < 4; ++j) pacc.c[i][nt][j] = 0.0f;
 
+  // Rows [r0, r0 + nr) of a chunk: K and V rows from krow / vrow (row r0's address, rows one
+  // slot stride apart), the scale rows of lanes r0 .. r0 + nr - 1 (each its own key) from
+  // ksrow / vsrow. A contiguous chunk is one such run (r0 = 0, folded); a paged one one or two.
+  auto stage_run = [&](char* st, int r0, int nr, const char* krow, const char* vrow, const char* ksrow,
+                       const char* vsrow) {
+    char* ks_dst = st + T::kChunk * T::kKPitch;
+    char* v_dst = ks_dst + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
+    const bool mine = lane >= r0 && lane < r0 + nr;
+    stage_rows<T::kKRowBytes, T::kKPitch>(st + r0 * T::kKPitch, krow, p.k_slot, nr, 16);
+    if constexpr (QK != QKMode::f16) {
+      // each lane copies its own key's scale row (2·D/B bytes)
+      if (mine) {
+        char* dst = ks_dst + lane * T::kScalePitch;
+        if (b16) {
+          stage_scale_row<2 * D / 16>(dst, ksrow, p.ks_width);
+        } else {
+          stage_scale_row<2 * D / 32>(dst, ksrow, p.ks_width);
+        }
+      }
+    }
+    stage_rows<T::kVRowBytes, T::kVPitch>(v_dst + r0 * T::kVPitch, vrow, p.v_slot, nr, p.v_width);
+    if constexpr (VF == VFormat::q8_0_planar) {  // each lane its own key's scale row
+      if (mine) stage_scale_row<2 * D / 32>(v_dst + T::kChunk * T::kVPitch + lane * T::kVScalePitch, vsrow, p.vs_width);
+    }
+  };
   auto stage_chunk = [&](int chunk, int stage) {
     const int key0 = lo + chunk * T::kChunk;
     const int n = min(T::kChunk, hi - key0);
     char* st = wave_smem + stage * T::kStageBytes;
-    char* ks_dst = st + T::kChunk * T::kKPitch;
-    char* v_dst = ks_dst + (QK == QKMode::f16 ? 0 : T::kChunk * T::kScalePitch);
-    const KvRuns ru = view.runs(key0, n);  // one run of rows, or two across a page boundary
-    stage_rows<T::kKRowBytes, T::kKPitch>(st, kbase + ru.run_offset(0, p.k_seq, p.k_slot), p.k_slot, ru.split, 16);
-    if (ru.split < n)
-      stage_rows<T::kKRowBytes, T::kKPitch>(st + ru.split * T::kKPitch, kbase + ru.run_offset(1, p.k_seq, p.k_slot),
-                                            p.k_slot, n - ru.split, 16);
-    if constexpr (QK != QKMode::f16) {
-      // each lane copies its own key's scale row (2·D/B bytes)
-      if (lane < n) {
-        const char* src = ksbase + ru.key_offset(lane, p.ks_seq, p.ks_slot);
-        char* dst = ks_dst + lane * T::kScalePitch;
-        if (b16) {
-          stage_scale_row<2 * D / 16>(dst, src, p.ks_width);
-        } else {
-          stage_scale_row<2 * D / 32>(dst, src, p.ks_width);
-        }
+    // The chunk's runs of rows (kv_view.hpp). The contiguous path keeps its own straight copy of
+    // the staging code: shared with the paged loop it cost 3-20% (A/B on the H200, bench/NOTES.md
+    // "paged KV").
+    if (!p.page_size) {  // contiguous / strided: one run from slot key0 (the tuned path, unchanged)
+      stage_run(st, 0, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot,
+                ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot,
+                vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
+    } else {  // paged: a run per page the chunk touches, two at most (the view is built here: nothing of it stays live)
+      const KvView view{p.block_table + static_cast<int64_t>(b) * p.table_stride, 31 - __clz(p.page_size),
+                        p.num_pages, p.errors};
+      const KvRuns ru = view.runs(key0, n);
+#pragma unroll 1
+      for (int r = 0; r < (ru.split < n ? 2 : 1); ++r) {
+        const int r0 = r ? ru.split : 0, nr = r ? n - ru.split : ru.split;
+        const int64_t pg = r ? ru.page[1] : ru.page[0];  // selects: an indexed array would go to the stack
+        const int s0 = r ? 0 : ru.slot0[0];
+        stage_run(st, r0, nr, kbase + pg * p.k_seq + static_cast<int64_t>(s0) * p.k_slot,
+                  vbase + pg * p.v_seq + static_cast<int64_t>(s0) * p.v_slot,
+                  ksbase + pg * p.ks_seq + static_cast<int64_t>(s0 - r0 + lane) * p.ks_slot,
+                  vsbase + pg * p.vs_seq + static_cast<int64_t>(s0 - r0 + lane) * p.vs_slot);
       }
-    }
-    stage_rows<T::kVRowBytes, T::kVPitch>(v_dst, vbase + ru.run_offset(0, p.v_seq, p.v_slot), p.v_slot, ru.split,
-                                          p.v_width);
-    if (ru.split < n)
-      stage_rows<T::kVRowBytes, T::kVPitch>(v_dst + ru.split * T::kVPitch, vbase + ru.run_offset(1, p.v_seq, p.v_slot),
-                                            p.v_slot, n - ru.split, p.v_width);
-    if constexpr (VF == VFormat::q8_0_planar) {  // each lane its own key's scale row
-      if (lane < n)
-        stage_scale_row<2 * D / 32>(v_dst + T::kChunk * T::kVPitch + lane * T::kVScalePitch,
-                                    vsbase + ru.key_offset(lane, p.vs_seq, p.vs_slot), p.vs_width);
     }
     arch::copy_async_commit();
   };

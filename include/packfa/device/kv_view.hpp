@@ -23,14 +23,6 @@ struct KvRuns {
   int split;
   int64_t page[2];
   int slot0[2];
-  // Byte offset of the chunk's key k (0 <= k < n) for a plane with these strides.
-  PACKFA_DEV int64_t key_offset(int k, int64_t page_stride, int64_t slot_stride) const {
-    const int r = k < split ? 0 : 1;
-    return page[r] * page_stride + static_cast<int64_t>(slot0[r] + k - (r ? split : 0)) * slot_stride;
-  }
-  PACKFA_DEV int64_t run_offset(int r, int64_t page_stride, int64_t slot_stride) const {
-    return page[r] * page_stride + static_cast<int64_t>(slot0[r]) * slot_stride;
-  }
 };
 
 // The view of one (sequence, KV head): its row of the block table, or none (contiguous).
