@@ -161,23 +161,24 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   const int gqa = p.n_q_heads / p.n_kv_heads;
   const int rows = gqa * p.nq;
   // Smallest row class that holds all rows in one block; otherwise the largest, in groups.
+  const int layout = p.paged.page_size > 0 ? 1 : 0;
+  const auto& row_table =
+      registry().table[layout][static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
   int rclass = kNumRowClasses - 1;
   for (int i = 0; i < kNumRowClasses; ++i) {
-    if (rows <= kRowClasses[i] && registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)]
-                                                  [static_cast<int>(p.v.format)][i].kernel) {
+    if (rows <= kRowClasses[i] && row_table[i].kernel) {
       rclass = i;
       break;
     }
   }
-  const FaInstance* inst =
-      &registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)][rclass];
+  const FaInstance* inst = &row_table[rclass];
   if (!inst->kernel) {  // fall back to any compiled row class
-    for (int i = 0; i < kNumRowClasses && !inst->kernel; ++i)
-      inst = &registry().table[static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)][i];
+    for (int i = 0; i < kNumRowClasses && !inst->kernel; ++i) inst = &row_table[i];
   }
   auto name = [&] {
     return std::string("fa<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," + qk_name(qk) + ",r" +
-           std::to_string(inst->rows_per_block ? inst->rows_per_block : kRowClasses[rclass]) + ">";
+           std::to_string(inst->rows_per_block ? inst->rows_per_block : kRowClasses[rclass]) +
+           (layout ? ",paged" : "") + ">";
   };
   if (want_name) out->name = name();  // built only when asked: the launch path stays allocation-free
   if (!inst->kernel) return {Code::not_compiled, name() + " is not compiled in this build (PACKFA_INSTANCES)"};

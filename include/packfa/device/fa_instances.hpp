@@ -35,23 +35,33 @@ constexpr int head_dim_index(int d) {
 }
 
 struct FaRegistry {
-  FaInstance table[3][kNumHeadDims][kNumVFormats][kNumRowClasses];  // [QKMode][D][VFormat][row class]
-  FaInstance& at(QKMode qk, int d, VFormat vf, int rclass) {
-    return table[static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)][rclass];
+  // [layout: 0 contiguous, 1 paged][QKMode][D][VFormat][row class]
+  FaInstance table[2][3][kNumHeadDims][kNumVFormats][kNumRowClasses];
+  FaInstance& at(bool paged, QKMode qk, int d, VFormat vf, int rclass) {
+    return table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)][rclass];
   }
 };
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
-template <int D, VFormat VF, QKMode QK, int RMAX>
-void register_fa_instance(FaRegistry& reg, int rclass) {
+template <int D, VFormat VF, QKMode QK, int RMAX, bool PAGED>
+void register_fa_layout(FaRegistry& reg, int rclass) {
   using T = device::FaTraits<D, VF, QK, RMAX>;
-  FaInstance& e = reg.at(QK, D, VF, rclass);
-  e.kernel = &device::fa_split_kernel<D, VF, QK, RMAX>;
+  FaInstance& e = reg.at(PAGED, QK, D, VF, rclass);
+  e.kernel = &device::fa_split_kernel<D, VF, QK, RMAX, PAGED>;
   e.threads = T::kThreads;
   e.smem_bytes = T::kSmemBytes;
   e.rows_per_block = RMAX;
   e.claims = T::kClaims;
   e.mma_qk = T::kMmaQk;
+}
+// Every instance comes contiguous and paged (the lean set: paged at D = 128 only).
+template <int D, VFormat VF, QKMode QK, int RMAX>
+void register_fa_instance(FaRegistry& reg, int rclass) {
+  register_fa_layout<D, VF, QK, RMAX, false>(reg, rclass);
+#if defined(PACKFA_LEAN_INSTANCES)
+  if constexpr (D == 128)
+#endif
+    register_fa_layout<D, VF, QK, RMAX, true>(reg, rclass);
 }
 
 template <int D, VFormat VF, QKMode QK>

@@ -611,7 +611,10 @@ PACKFA_DEV void pv_mma(PvAcc<D, NT>& acc, const PvOperands<NT>& op, const char* 
   }
 }
 
-template <int D, VFormat VF, QKMode QK, int RMAX>
+// PAGED: K/V through block tables (kv_view.hpp). A compile-time choice: sharing the kernel
+// with a runtime branch cost the contiguous cache 2-20% (the staging code is the key loop's
+// largest part; A/B on the H200, bench/NOTES.md "paged KV").
+template <int D, VFormat VF, QKMode QK, int RMAX, bool PAGED = false>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1)
     fa_split_kernel(const FaKernelParams p) {
   using T = FaTraits<D, VF, QK, RMAX>;
@@ -732,7 +735,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   char* wave_smem = loop_smem + wave * T::kWaveBytes;
   float* pbuf = reinterpret_cast<float*>(wave_smem + T::kStages * T::kStageBytes);
   // the planes of this (sequence, KV head); keys are placed by the view (kv_view.hpp, below)
-  const int64_t bseq = p.page_size ? 0 : b;  // paged: the seq strides are page strides
+  const int64_t bseq = PAGED ? 0 : b;  // paged: the seq strides are page strides
   const char* kbase = p.k + bseq * p.k_seq + static_cast<int64_t>(kvh) * p.k_head;
   const char* ksbase = p.ks + bseq * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
   const char* vbase = p.v + bseq * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
@@ -793,14 +796,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     const int key0 = lo + chunk * T::kChunk;
     const int n = min(T::kChunk, hi - key0);
     char* st = wave_smem + stage * T::kStageBytes;
-    // The chunk's runs of rows (kv_view.hpp). The contiguous path keeps its own straight copy of
-    // the staging code: shared with the paged loop it cost 3-20% (A/B on the H200, bench/NOTES.md
-    // "paged KV").
-    if (!p.page_size) {  // contiguous / strided: one run from slot key0 (the tuned path, unchanged)
+    // The chunk's runs of rows (kv_view.hpp): one from slot key0, or one per page it touches.
+    if constexpr (!PAGED) {
       stage_run(st, 0, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot,
                 ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot,
                 vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
-    } else {  // paged: a run per page the chunk touches, two at most (the view is built here: nothing of it stays live)
+    } else {  // two runs at most; the view is built here, so nothing of it stays live in the loop
       const KvView view{p.block_table + static_cast<int64_t>(b) * p.table_stride, 31 - __clz(p.page_size),
                         p.num_pages, p.errors};
       const KvRuns ru = view.runs(key0, n);
