@@ -123,7 +123,7 @@ int demo(int argc, char** argv) {
       }
       std::printf("  this build has no GPU backend: running the CPU reference instead\n");
     } else {
-      std::printf("  no GPU: %s -> CPU reference of the same math\n", dev.why_absent.c_str());
+      std::printf("  no GPU: %s\n  running the CPU reference of the same math instead\n", dev.why_absent.c_str());
     }
     return cpu_demo(kv ? kv : 2048);
   } catch (const std::bad_alloc&) {

@@ -74,13 +74,13 @@ int packfa_cli_plan(int argc, char** argv) {
     if (ap.given("--model"))  // a preset fixes the shape: mixing would silently drop one of them
       return ap.fail("--model " + model + " cannot be combined with --layers/--kv-heads/--head-dim/--swa-*: "
                      "a preset fixes the shape; give --layers, --kv-heads and --head-dim for a custom one");
-    for (const char* o : {"--layers", "--kv-heads", "--head-dim"})
-      if (!ap.given(o)) return ap.fail(std::string("a custom shape needs ") + o + " (with --layers, --kv-heads, --head-dim)");
-    if (custom.head_dim % 16)
-      return ap.fail("--head-dim: " + std::to_string(custom.head_dim) + " is not a multiple of 16");
-    if (custom.n_swa_layers > custom.n_layers)
+    if (ap.given("--layers") && custom.n_swa_layers > custom.n_layers)
       return ap.fail("--swa-layers: " + std::to_string(custom.n_swa_layers) + " is more than --layers " +
                      std::to_string(custom.n_layers));
+    if (ap.given("--head-dim") && custom.head_dim % 16)
+      return ap.fail("--head-dim: " + std::to_string(custom.head_dim) + " is not a multiple of 16");
+    for (const char* o : {"--layers", "--kv-heads", "--head-dim"})
+      if (!ap.given(o)) return ap.fail(std::string("a custom shape needs ") + o + " (with --layers, --kv-heads, --head-dim)");
     if (custom.n_swa_layers > 0 && !ap.given("--swa-window"))
       return ap.fail("--swa-layers " + std::to_string(custom.n_swa_layers) + " needs --swa-window");
     if (ap.given("--swa-window") && custom.n_swa_layers == 0)
