@@ -149,7 +149,6 @@ if args.wrapper:
     case(w, ["--help"], 0, ["./packfa demo", "./packfa test", "./packfa build"])
     case(w, ["nosuch"], 2, ["unknown command 'nosuch'"])
     case(w, ["build", "--bogus"], 2, ["--bogus"])
-    case(w, ["test", "--bogus"], 2, ["--bogus"])
     if not gpu and not os.path.exists("/dev/nvidia0"):
         case(w, ["bench"], 1, ["no GPU"], where="err", timeout=60)
 
