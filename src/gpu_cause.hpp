@@ -49,6 +49,13 @@ inline std::string gpu_cause(hipError_t e) {
              "the render group; " + rt + ")";
     return "the AMD GPU driver is too old for this HIP runtime (" + rt + ")";
   }
+  if (e == hipErrorInvalidDevice) {
+    int n = 0;
+    if (hipGetDeviceCount(&n) == hipSuccess)
+      return "no such HIP device: " + std::to_string(n) + " visible (ordinals 0.." + std::to_string(n - 1) + "; " + rt + ")";
+    (void)hipGetLastError();
+    return rt;
+  }
   if (e == hipErrorNoBinaryForGpu || e == hipErrorInvalidDeviceFunction)
     return "this build has no code for the GPU's architecture: add it to PACKFA_HIP_TARGETS and rebuild (" + rt + ")";
   return rt;
@@ -75,6 +82,13 @@ inline std::string gpu_cause(cudaError_t e) {
     cudaRuntimeGetVersion(&run);
     return "the NVIDIA driver is too old for this CUDA runtime: the driver supports CUDA " + cuda_version_string(drv) +
            ", packfa was built with CUDA " + cuda_version_string(run) + " (update the driver; " + rt + ")";
+  }
+  if (e == cudaErrorInvalidDevice) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) == cudaSuccess)
+      return "no such CUDA device: " + std::to_string(n) + " visible (ordinals 0.." + std::to_string(n - 1) + "; " + rt + ")";
+    (void)cudaGetLastError();
+    return rt;
   }
   if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
     int dev = 0, major = 0, minor = 0;
