@@ -16,6 +16,7 @@
 //                [--head-major]
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 
 #include <cuda_runtime.h>
 
+#include "../src/cli/args.hpp"  // strict option parsing, shared with packfa-cli
 #include "packfa/api.hpp"
 #include "packfa/format.hpp"
 #if defined(PACKFA_TRACE)
@@ -570,42 +572,34 @@ int main(int argc, char** argv) {
   int reps = 60, only_kv = 0, only_nq = 0, only_d = 0;
   std::string only_v;
   bool no_base = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) json = argv[++i];
-    else if (a == "--kv" && i + 1 < argc) only_kv = std::atoi(argv[++i]);
-    else if (a == "--nq" && i + 1 < argc) only_nq = std::atoi(argv[++i]);
-    else if (a == "--d" && i + 1 < argc) only_d = std::atoi(argv[++i]);
-    else if (a == "--v" && i + 1 < argc) only_v = argv[++i];
-    else if (a == "--no-baseline") no_base = true;
-    else if (a == "--splits" && i + 1 < argc) g_splits = std::atoi(argv[++i]);
-    else if (a == "--head-major") g_head_major = true;
-    else if (a == "--quick") quick = true;
-    else if (a == "--trace") g_trace = true;
-    else if (a == "--chain-only") chain_only = true;
-    else if (a == "--reps" && i + 1 < argc) reps = std::max(50, std::atoi(argv[++i]));
-    else {
-      std::fprintf(stderr,
-                   "usage: packfa-bench [--json PATH] [--quick] [--reps N>=50] [--chain-only]\n"
-                   "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
-                   "                    [--splits N] [--trace] [--head-major]\n");
-      return 2;
-    }
-  }
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::printf("packfa-bench: no CUDA device; nothing to measure\n");
-    return 0;
-  }
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  const char* commit = std::getenv("PACKFA_COMMIT") ? std::getenv("PACKFA_COMMIT") : PACKFA_COMMIT;
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  const double copy = copy_bandwidth();
-  std::printf("GPU %s (%d SMs), device copy %.0f GB/s, commit %s%s\n", prop.name, prop.multiProcessorCount, copy, commit,
-              g_head_major ? ", head-major cache" : "");
+  packfa::args::Parser ap("packfa-bench",
+                          "usage: packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only]\n"
+                          "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
+                          "                    [--splits N] [--trace] [--head-major]\n"
+                          "Decode / MTP sweep of fa_packed16_forward on the GPU (exits 1 without one).\n"
+                          "  --reps N      timed calls per case (50..100000, default 60)\n"
+                          "  --kv/--nq/--d/--v   run only the sweep's cases with that value\n"
+                          "                (kv 4096, 32768, 131072; nq 1, 4; d 128, 256)\n"
+                          "  --splits N    force the split-KV count (0 = the dispatcher's choice, up to 1024)\n"
+                          "  --quick       fewer cases; --chain-only: only the pack -> attention -> combine chain\n"
+                          "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
+                          "  --trace       per-block timeline of one more call (PACKFA_TRACE builds)\n");
+  ap.text("--json", &json)
+      .flag("--quick", &quick)
+      .integer("--reps", &reps, 50, 100000)
+      .flag("--chain-only", &chain_only)
+      .integer("--kv", &only_kv, 1, INT32_MAX)
+      .integer("--nq", &only_nq, 1, 16)
+      .integer("--d", &only_d, 1, 1024)
+      .choice("--v", &only_v, {"f16", "q8_0", "q4_0", "q8_0_planar"})
+      .flag("--no-baseline", &no_base)
+      .integer("--splits", &g_splits, 0, 1024)
+      .flag("--trace", &g_trace)
+      .flag("--head-major", &g_head_major);
+  int arg_rc = 0;
+  if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
+  const bool filtered = only_kv || only_nq || only_d || !only_v.empty();
+  if (chain_only && filtered) return ap.fail("--kv/--nq/--d/--v select sweep cases; --chain-only runs no sweep");
 
   std::vector<Case> cases;
   if (!chain_only) {
@@ -619,13 +613,34 @@ int main(int argc, char** argv) {
     for (VFormat vf : {VFormat::f16, VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar})
       cases.push_back({256, 24, 4, 1, 1, 131072, vf, KFormat::packed16});
   }
+  auto selected = [&](const Case& c) {
+    return !((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
+             (!only_v.empty() && only_v != vname(c.vf)));
+  };
+  if (filtered && std::none_of(cases.begin(), cases.end(), selected))  // explain an empty run
+    return ap.fail("no case of the sweep matches --kv/--nq/--d/--v as given: the sweep has kv 4096, 32768, 131072 "
+                   "(32768 not with --quick), nq 1 and 4, d 128 (all of them) and d 256 (kv 131072, nq 1)");
+
+  const packfa::DeviceInfo dev = packfa::device_info(0);
+  if (!dev.present) {  // asked to measure, nothing to measure on: a failure, not a pass
+    std::fprintf(stderr, "packfa-bench: no GPU to measure on: %s\n", dev.why_absent.c_str());
+    return 1;
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const char* commit = std::getenv("PACKFA_COMMIT") ? std::getenv("PACKFA_COMMIT") : PACKFA_COMMIT;
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const double copy = copy_bandwidth();
+  std::printf("GPU %s (%d SMs), device copy %.0f GB/s, commit %s%s\n", prop.name, prop.multiProcessorCount, copy, commit,
+              g_head_major ? ", head-major cache" : "");
+
   std::string rows;
   std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s %8s  %s\n", "D", "H/G", "nq", "batch", "kv", "V",
               "dot", "us", "MB", "GB/s", "%copy", "f16K us", "speedup", "event us", "kernel");
   for (const Case& c : cases) {
-    if ((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
-        (!only_v.empty() && only_v != vname(c.vf)))
-      continue;
+    if (!selected(c)) continue;
     const Measured m = run(c, reps, prop.l2CacheSize);
     Case base = c;
     base.kf = KFormat::f16;
@@ -646,7 +661,7 @@ int main(int argc, char** argv) {
                   mb.us_event);
     rows += buf;
   }
-  const ChainResult ch = (only_kv || only_nq || only_d || !only_v.empty()) ? ChainResult{} : chain_bench(reps);
+  const ChainResult ch = filtered ? ChainResult{} : chain_bench(reps);
   std::printf("\nchain pack->attention->combine, kv=4096 D=128 32/8 q8_0 (us per step):\n"
               "  stream PDL off %.2f | stream PDL on %.2f | graph PDL off %.2f | graph PDL on %.2f\n",
               ch.stream_off, ch.stream_on, ch.graph_off, ch.graph_on);

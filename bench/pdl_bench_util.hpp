@@ -1,5 +1,5 @@
-// Shared bits of the PDL benchmarks (bench/pdl_chain.cu, bench/pdl_tune.cu): argument parsing,
-// timing with events, medians, JSON output.
+// Shared bits of the PDL benchmarks (bench/pdl_chain.cu, bench/pdl_tune.cu): timing with
+// events, medians, JSON output. Options: src/cli/args.hpp (strict parsing, shared with packfa-cli).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +11,8 @@
 #include <ctime>
 #include <string>
 #include <vector>
+
+#include "packfa/api.hpp"  // device_info
 
 #ifndef PACKFA_GIT_COMMIT
 #define PACKFA_GIT_COMMIT "unknown"
@@ -35,25 +37,6 @@
   } while (0)
 
 namespace pdl_bench {
-
-struct Args {
-  int argc;
-  char** argv;
-  const char* get(const char* name) const {
-    for (int i = 1; i + 1 < argc; ++i)
-      if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-    return nullptr;
-  }
-  bool has(const char* name) const {
-    for (int i = 1; i < argc; ++i)
-      if (std::strcmp(argv[i], name) == 0) return true;
-    return false;
-  }
-  int get_int(const char* name, int def) const {
-    const char* v = get(name);
-    return v ? std::atoi(v) : def;
-  }
-};
 
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -96,13 +79,13 @@ struct Device {
   cudaDeviceProp prop{};
 };
 
-// Exit 77 (skipped) when there is no usable device, like the GPU tests.
+// Exit 77 (skipped: non-zero, nothing was measured) when there is no usable device, like the
+// GPU tests; the reason names the cause (packfa::device_info: no driver, no device, ...).
 inline Device device_or_skip() {
   Device d;
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n == 0) {
-    std::printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  const packfa::DeviceInfo info = packfa::device_info(0);
+  if (!info.present) {
+    std::printf("SKIP: no CUDA device to measure on: %s\n", info.why_absent.c_str());
     std::exit(77);
   }
   BENCH_CUDA(cudaGetDevice(&d.id));

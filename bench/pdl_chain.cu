@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "packfa/launch.hpp"
+#include "../src/cli/args.hpp"  // strict option parsing, shared with packfa-cli
 #include "pdl_bench_util.hpp"
 
 namespace {
@@ -38,17 +39,19 @@ const char* trigger_name(int t) { return t == kAtStart ? "start" : t == kAtEnd ?
 }  // namespace
 
 int main(int argc, char** argv) {
-  const pdl_bench::Args a{argc, argv};
-  if (a.has("--help") || a.has("-h")) {
-    std::printf("usage: %s [--n N] [--reps R] [--warmup W] [--blocks B] [--threads T] [--json PATH]\n", argv[0]);
-    return 0;
-  }
-  const int n = a.get_int("--n", 1000);
-  const int reps = a.get_int("--reps", 30);
-  const int warmup = a.get_int("--warmup", 5);
-  const int blocks = a.get_int("--blocks", 1);
-  const int threads = a.get_int("--threads", 128);
-  const char* json = a.get("--json");
+  int n = 1000, reps = 30, warmup = 5, blocks = 1, threads = 128;
+  std::string json_path;
+  packfa::args::Parser ap("pdl_chain",
+                          "usage: pdl_chain [--n N] [--reps R] [--warmup W] [--blocks B] [--threads T] [--json PATH]\n");
+  ap.integer("--n", &n, 1, 1000000)
+      .integer("--reps", &reps, 1, 100000)
+      .integer("--warmup", &warmup, 0, 10000)
+      .integer("--blocks", &blocks, 1, 65536)
+      .integer("--threads", &threads, 32, 1024)
+      .text("--json", &json_path);
+  int arg_rc = 0;
+  if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
+  const char* json = json_path.empty() ? nullptr : json_path.c_str();
 
   const pdl_bench::Device dev = pdl_bench::device_or_skip();
   const int elems = blocks * threads;

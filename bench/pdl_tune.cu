@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "packfa/launch.hpp"
+#include "../src/cli/args.hpp"  // strict option parsing, shared with packfa-cli
 #include "pdl_bench_util.hpp"
 
 namespace {
@@ -65,16 +66,18 @@ const KernelFn kKernels[kNumSites] = {tune_kernel<kStart>,      tune_kernel<kAft
 }  // namespace
 
 int main(int argc, char** argv) {
-  const pdl_bench::Args a{argc, argv};
-  if (a.has("--help") || a.has("-h")) {
-    std::printf("usage: %s [--n N] [--reps R] [--warmup W] [--work K] [--json PATH]\n", argv[0]);
-    return 0;
-  }
-  const int n = a.get_int("--n", 200);
-  const int reps = a.get_int("--reps", 20);
-  const int warmup = a.get_int("--warmup", 3);
-  const int work = a.get_int("--work", 64);
-  const char* json = a.get("--json");
+  int n = 200, reps = 20, warmup = 3, work = 64;
+  std::string json_path;
+  packfa::args::Parser ap("pdl_tune",
+                          "usage: pdl_tune [--n N] [--reps R] [--warmup W] [--work K] [--json PATH]\n");
+  ap.integer("--n", &n, 1, 1000000)
+      .integer("--reps", &reps, 1, 100000)
+      .integer("--warmup", &warmup, 0, 10000)
+      .integer("--work", &work, 0, 1000000)
+      .text("--json", &json_path);
+  int arg_rc = 0;
+  if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
+  const char* json = json_path.empty() ? nullptr : json_path.c_str();
 
   const pdl_bench::Device dev = pdl_bench::device_or_skip();
   const int sms = dev.prop.multiProcessorCount;

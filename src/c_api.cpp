@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "packfa/api.hpp"
+#include "packfa/version.hpp"  // generated from CMake project(VERSION)
 
 namespace {
 int finish(const packfa::Status& s, char* msg, size_t cap) {
@@ -100,7 +101,7 @@ packfa::Status source_to_cpp(const C* cp, P* p) {
 
 extern "C" {
 
-const char* packfa_version(void) { return "0.1.0"; }
+const char* packfa_version(void) { return PACKFA_VERSION_STRING; }
 
 int packfa_fa_forward(const packfa_attn_params* cp, void* stream, char* msg, size_t msg_cap) {
   return guarded(

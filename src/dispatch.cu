@@ -15,6 +15,7 @@
 #include "packfa/device/pack_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
+#include "gpu_cause.hpp"  // device_info / gpu_error: the real cause of a failed probe
 
 #if defined(PACKFA_BACKEND_HIP)
 #define GPU(x) hip##x
@@ -46,7 +47,8 @@ unsigned long long* g_trace = nullptr;
 namespace {
 
 Status gpu_error(const char* what, decltype(GPU(Success)) e) {
-  return {Code::device_error, std::string(what) + ": " + GPU(GetErrorString)(e)};
+  (void)GPU(GetLastError)();  // a failed probe must not surface again at the next call
+  return {Code::device_error, std::string(what) + ": " + detail::gpu_cause(e)};
 }
 
 const FaRegistry& registry() {
@@ -600,13 +602,21 @@ DeviceInfo device_info(int device) {
   info.backend = GPU_BACKEND_NAME;
   int n = 0;
   auto e = GPU(GetDeviceCount)(&n);
-  if (e != GPU_SUCCESS || n <= device) {
-    info.why_absent = e != GPU_SUCCESS ? GPU(GetErrorString)(e) : "no device";
+  if (e != GPU_SUCCESS) {
+    (void)GPU(GetLastError)();
+    info.why_absent = detail::gpu_cause(e);  // e.g. "no NVIDIA driver / no GPU visible (...)"
+    return info;
+  }
+  if (n == 0 || device < 0 || device >= n) {
+    info.why_absent = n == 0 ? std::string("no ") + GPU_BACKEND_NAME + " device visible"
+                             : "device " + std::to_string(device) + " does not exist (" + std::to_string(n) +
+                                   " visible: 0.." + std::to_string(n - 1) + ")";
     return info;
   }
   gpuDeviceProp prop;
-  if (GPU(GetDeviceProperties)(&prop, device) != GPU_SUCCESS) {
-    info.why_absent = "cannot read device properties";
+  if ((e = GPU(GetDeviceProperties)(&prop, device)) != GPU_SUCCESS) {
+    (void)GPU(GetLastError)();
+    info.why_absent = "cannot read the properties of device " + std::to_string(device) + ": " + detail::gpu_cause(e);
     return info;
   }
   info.present = true;

@@ -108,6 +108,7 @@ typedef struct packfa_quantize_v_params {
   int64_t n_slots;
 } packfa_quantize_v_params;
 
+/* "MAJOR.MINOR.PATCH": PACKFA_VERSION_STRING of the generated packfa/version.hpp (CMake project version). */
 const char* packfa_version(void);
 int packfa_fa_forward(const packfa_attn_params* p, void* stream, char* msg, size_t msg_cap);
 /* Workspace a forward call with these params needs on `device` (0 when none). */

@@ -1,32 +1,117 @@
 """packfa through ctypes: the C ABI (include/packfa/c_api.h) of libpackfa_c.
 
     import packfa
-    lib = packfa.load("build/libpackfa_c.so")
-    p = packfa.AttnParams(batch=1, nq=1, n_q_heads=32, n_kv_heads=8, head_dim=128, ...)
+    lib = packfa.load()                 # or packfa.load("build/libpackfa_c.so"); see load()
+    p = packfa.AttnParams(batch=1, nq=1, n_q_heads=32, n_kv_heads=8, head_dim=128,
+                          q_type="f16", k_format="packed16", v_format="q8_0", ...)
     packfa.forward(lib, p, stream=0)   # raises packfa.Error("invalid_argument: head_dim: ...")
     packfa.workspace_bytes(lib, p)      # bytes of split scratch the call needs
     packfa.pack_k(lib, packfa.PackKParams(...))        # pack-on-write of new K rows
     packfa.quantize_v(lib, packfa.QuantizeVParams(...))  # quantize-on-write of new V rows
 
-Pointers are integers (device addresses, e.g. torch.Tensor.data_ptr()); strides follow
-api.hpp (Q/O in elements {seq, row, head}; K/V in bytes {seq, slot, head}).
-Enums: DTYPE f32/f16/bf16; K_FORMAT packed16/f16; V_FORMAT f16/bf16/q8_0/q4_0/q8_0_planar;
-DOT int8/f16. q8_0_planar V also needs its scale plane: v_scales / v_scale_strides
-(AttnParams), dst_scales / dst_scale_strides (QuantizeVParams).
+Pointers are integers (device addresses) or objects with .data_ptr() (torch tensors); strides
+follow api.hpp (Q/O in elements {seq, row, head}; K/V in bytes {seq, slot, head}).
+Enums take their names or their ints: DTYPE f32/f16/bf16; K_FORMAT packed16/f16; V_FORMAT
+f16/bf16/q8_0/q4_0/q8_0_planar; DOT int8/f16; ALIBI_MODE position/ggml. q8_0_planar V also
+needs its scale plane: v_scales / v_scale_strides (AttnParams), dst_scales /
+dst_scale_strides (QuantizeVParams). Unknown keywords raise TypeError, unknown attributes
+AttributeError (a typo never leaves a field at 0 silently).
 """
 import ctypes
+import ctypes.util
+import difflib
+import os
+import re
+
+
+def _read_version():
+    # One source: CMake's project(VERSION). Installed: _version.py written by CMake or by the
+    # wheel build; in a checkout: parsed from ../../CMakeLists.txt.
+    try:
+        from ._version import __version__ as v  # noqa: F401
+        return v
+    except ImportError:
+        pass
+    cm = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "CMakeLists.txt")
+    try:
+        with open(cm, encoding="utf-8") as f:
+            m = re.search(r"project\(\s*packfa\s+VERSION\s+([0-9.]+)", f.read())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    return "0+unknown"
+
+
+__version__ = _read_version()
 
 DTYPE = {"f32": 0, "f16": 1, "bf16": 2}
 K_FORMAT = {"packed16": 0, "f16": 1}
 V_FORMAT = {"f16": 0, "bf16": 1, "q8_0": 2, "q4_0": 3, "q8_0_planar": 4}
 DOT = {"int8": 0, "f16": 1}
 ALIBI_MODE = {"position": 0, "ggml": 1}
+# Which name table each enum field takes its strings from.
+_ENUM_FIELDS = {"q_type": DTYPE, "o_type": DTYPE, "src_type": DTYPE, "k_format": K_FORMAT,
+                "v_format": V_FORMAT, "dot": DOT, "alibi_mode": ALIBI_MODE}
 
 _i64x3 = ctypes.c_int64 * 3
 _i64x2 = ctypes.c_int64 * 2
 
 
-class AttnParams(ctypes.Structure):
+class _Params(ctypes.Structure):
+    """Common part of the three parameter structs: keyword construction with defaults,
+    unknown names rejected, enum names and tensor-like pointers converted."""
+
+    _defaults = {}
+
+    def __init__(self, **kw):
+        super().__init__()
+        names = self._names()
+        for k in kw:
+            if k not in names:
+                raise TypeError("%s() got an unexpected keyword argument %r%s"
+                                % (type(self).__name__, k, _suggest(k, names)))
+        for k, v in {**self._defaults, **kw}.items():
+            setattr(self, k, v)
+
+    @classmethod
+    def _names(cls):
+        return [f[0] for f in cls._fields_]
+
+    def __setattr__(self, name, value):
+        cls = type(self).__name__
+        ftypes = dict((f[0], f[1]) for f in self._fields_)
+        if name not in ftypes:
+            raise AttributeError("%s has no field %r%s" % (cls, name, _suggest(name, list(ftypes))))
+        ftype = ftypes[name]
+        if name in _ENUM_FIELDS and isinstance(value, str):
+            table = _ENUM_FIELDS[name]
+            if value not in table:
+                raise ValueError("%s.%s: unknown name %r (one of %s)" % (cls, name, value, ", ".join(table)))
+            value = table[value]
+        elif ftype is ctypes.c_void_p and hasattr(value, "data_ptr"):
+            value = value.data_ptr()
+        elif isinstance(ftype, type) and issubclass(ftype, ctypes.Array) and not isinstance(value, ctypes.Array):
+            try:
+                seq = list(value)
+            except TypeError:
+                raise TypeError("%s.%s: expected a sequence of %d integers, got %r"
+                                % (cls, name, ftype._length_, value)) from None
+            if len(seq) != ftype._length_:
+                raise ValueError("%s.%s: expected %d values, got %d" % (cls, name, ftype._length_, len(seq)))
+            value = ftype(*seq)
+        try:
+            super().__setattr__(name, value)
+        except TypeError as e:
+            raise TypeError("%s.%s: %s" % (cls, name, e)) from None
+
+
+def _suggest(name, names):
+    close = difflib.get_close_matches(name, names, n=1)
+    return " (did you mean %r?)" % close[0] if close else ""
+
+
+class AttnParams(_Params):
     """Mirror of packfa_attn_params (field order and types must match c_api.h)."""
 
     _fields_ = [
@@ -50,13 +135,10 @@ class AttnParams(ctypes.Structure):
         ("mask_head_stride", ctypes.c_int64), ("alibi_mode", ctypes.c_int), ("errors", ctypes.c_void_p),
     ]
 
-    def __init__(self, **kw):
-        super().__init__()
-        self.k_block, self.causal, self.pdl = 32, 1, -1
-        _assign(self, kw)
+    _defaults = {"k_block": 32, "causal": 1, "pdl": -1}
 
 
-class PackKParams(ctypes.Structure):
+class PackKParams(_Params):
     """Mirror of packfa_pack_k_params (c_api.h)."""
 
     _fields_ = [
@@ -71,13 +153,10 @@ class PackKParams(ctypes.Structure):
         ("page_size", ctypes.c_int), ("n_slots", ctypes.c_int64),  # appended (paged KV)
     ]
 
-    def __init__(self, **kw):
-        super().__init__()
-        self.block, self.pdl = 32, -1
-        _assign(self, kw)
+    _defaults = {"block": 32, "pdl": -1}
 
 
-class QuantizeVParams(ctypes.Structure):
+class QuantizeVParams(_Params):
     """Mirror of packfa_quantize_v_params (c_api.h)."""
 
     _fields_ = [
@@ -90,17 +169,7 @@ class QuantizeVParams(ctypes.Structure):
         ("page_size", ctypes.c_int), ("n_slots", ctypes.c_int64),  # appended (paged KV)
     ]
 
-    def __init__(self, **kw):
-        super().__init__()
-        self.pdl = -1
-        _assign(self, kw)
-
-
-def _assign(struct, kw):
-    for name, value in kw.items():
-        if name.endswith("_strides"):
-            value = (ctypes.c_int64 * len(value))(*value)
-        setattr(struct, name, value)
+    _defaults = {"pdl": -1}
 
 
 class Error(RuntimeError):
@@ -111,8 +180,72 @@ class Error(RuntimeError):
         self.code = code
 
 
-def load(path):
-    lib = ctypes.CDLL(path)
+_LIBNAME = "libpackfa_c.so"
+
+
+def _candidates(path):
+    """Where load() looks, in order, as (origin, file) pairs."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+
+    def add(origin, p):
+        if p:
+            out.append((origin, os.path.join(p, _LIBNAME) if os.path.isdir(p) else p))
+    add("argument", path)
+    add("$PACKFA_LIB", os.environ.get("PACKFA_LIB"))  # explicit override first
+    add("next to the package", os.path.join(here, _LIBNAME))
+    try:
+        from ._install import LIBDIR  # written by cmake --install
+        add("cmake --install libdir", os.path.join(LIBDIR, _LIBNAME))
+    except ImportError:
+        pass
+    root = os.path.dirname(os.path.dirname(here))
+    if os.path.exists(os.path.join(root, "CMakeLists.txt")):  # a checkout: ./packfa build puts it in build/
+        add("checkout build/", os.path.join(root, "build", _LIBNAME))
+    return out
+
+
+def load(path=None):
+    """Loads libpackfa_c.so: `path` (a file or directory) when given, else $PACKFA_LIB, the
+    package's own directory, the libdir of the cmake --install that installed this package,
+    a checkout's build/, then the system library path. Raises OSError naming what was tried
+    and, when the library exists but does not load, why (e.g. the CUDA runtime it needs)."""
+    tried = []
+    for origin, cand in _candidates(path):
+        if not os.path.exists(cand):
+            tried.append("%s (%s): not found" % (cand, origin))
+            if origin == "argument":
+                break  # an explicit path that is wrong is an error, not a hint to look elsewhere
+            continue
+        try:
+            return _bind(ctypes.CDLL(os.path.abspath(cand)))
+        except OSError as e:
+            raise OSError("packfa: %s (%s) exists but does not load: %s%s"
+                          % (cand, origin, e, _load_hint(str(e)))) from None
+    if path is None:
+        found = ctypes.util.find_library("packfa_c")
+        if found:
+            try:
+                return _bind(ctypes.CDLL(found))
+            except OSError as e:
+                raise OSError("packfa: %s (system library path) does not load: %s%s"
+                              % (found, e, _load_hint(str(e)))) from None
+        tried.append("system library path: no libpackfa_c")
+    raise OSError("packfa: libpackfa_c.so not found; tried:\n  " + "\n  ".join(tried) +
+                  "\nBuild it (./packfa build, or the packfa_c target) and set PACKFA_LIB to the file "
+                  "or its directory, or `cmake --install` packfa and pip install <prefix>/share/packfa/python.")
+
+
+def _load_hint(msg):
+    if "libcudart" in msg:
+        return (" -- the CUDA runtime this build links is not on the library path "
+                "(add the CUDA toolkit's lib64 to LD_LIBRARY_PATH)")
+    if "libamdhip" in msg:
+        return " -- the HIP runtime is not on the library path"
+    return ""
+
+
+def _bind(lib):
     lib.packfa_version.restype = ctypes.c_char_p
     lib.packfa_fa_forward.argtypes = [ctypes.POINTER(AttnParams), ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.packfa_fa_forward.restype = ctypes.c_int

@@ -1,4 +1,4 @@
 // demo_gpu for builds without a GPU backend.
 #include "demo.hpp"
 
-int packfa::cli::demo_gpu(int, int) { return -1; }
+int packfa::cli::demo_gpu(int, int, GpuDemoResult*) { return -1; }

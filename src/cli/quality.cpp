@@ -7,12 +7,15 @@
 // attention probabilities over the keys; KLD statistics as llama-perplexity
 // --kl-divergence; output relative L2 error ||O - O_ref|| / ||O_ref|| per V format.
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "commands.hpp"
 #include "packfa/metrics.hpp"
 #include "packfa/reference.hpp"
@@ -20,43 +23,45 @@
 
 namespace {
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: packfa-cli quality [--d 128] [--kv 4096] [--queries 64] [--kv-heads 4] [--seed 1]\n"
-               "  queries: query heads (one query row each), a multiple of --kv-heads\n");
-}
+const char* kUsage =
+    "usage: packfa-cli quality [--d 128] [--kv 4096] [--queries 64] [--kv-heads 4] [--seed 1]\n"
+    "Attention-level quality of packed16 K against exact fp64 attention (docs/quality.md).\n"
+    "  --d D          head dim, a multiple of 32 (32..512)\n"
+    "  --kv N         keys (1..262144)\n"
+    "  --queries Q    query heads (one query row each), a multiple of --kv-heads (1..1024)\n"
+    "  --kv-heads H   (1..128)\n"
+    "  --seed S       synthetic-data seed (0..9223372036854775807)\n";
+
+int run_quality(int d, int kv, int queries, int kv_heads, unsigned long long seed);
 
 }  // namespace
 
 int packfa_cli_quality(int argc, char** argv) {
-  using namespace packfa;
   int d = 128, kv = 4096, queries = 64, kv_heads = 4;
   unsigned long long seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc && a != "--help" && a != "-h") {
-      std::fprintf(stderr, "quality: %s needs a value\n", a.c_str());
-      usage();
-      return 2;
-    }
-    if (a == "--d") d = std::atoi(argv[++i]);
-    else if (a == "--kv") kv = std::atoi(argv[++i]);
-    else if (a == "--queries") queries = std::atoi(argv[++i]);
-    else if (a == "--kv-heads") kv_heads = std::atoi(argv[++i]);
-    else if (a == "--seed") seed = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--help" || a == "-h") {
-      usage();
-      return 0;
-    } else {
-      std::fprintf(stderr, "quality: unknown option %s\n", a.c_str());
-      usage();
-      return 2;
-    }
+  packfa::args::Parser ap("packfa-cli quality", kUsage);
+  ap.integer("--d", &d, 32, 512)
+      .integer("--kv", &kv, 1, 262144)
+      .integer("--queries", &queries, 1, 1024)
+      .integer("--kv-heads", &kv_heads, 1, 128)
+      .integer("--seed", &seed, 0, LLONG_MAX);
+  int rc = 0;
+  if (!ap.parse(argc, argv, 1, &rc)) return rc;
+  if (d % 32) return ap.fail("--d: " + std::to_string(d) + " is not a multiple of 32 (q8_0/q4_0 V use blocks of 32)");
+  if (queries % kv_heads)
+    return ap.fail("--queries: " + std::to_string(queries) + " is not a multiple of --kv-heads " + std::to_string(kv_heads));
+  try {
+    return run_quality(d, kv, queries, kv_heads, seed);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "packfa-cli quality: out of host memory for --kv %d x --queries %d x --d %d: use smaller values\n",
+                 kv, queries, d);
+    return 1;
   }
-  if (d < 32 || d % 32 || kv < 1 || kv_heads < 1 || queries < kv_heads || queries % kv_heads) {
-    std::fprintf(stderr, "quality: need --d a multiple of 32, --kv >= 1, --queries a multiple of --kv-heads\n");
-    return 2;
-  }
+}
+
+namespace {
+int run_quality(int d, int kv, int queries, int kv_heads, unsigned long long seed) {
+  using namespace packfa;
   const auto t0 = std::chrono::steady_clock::now();
 
   ProblemConfig base;
@@ -161,3 +166,4 @@ int packfa_cli_quality(int argc, char** argv) {
               secs);
   return 0;
 }
+}  // namespace

@@ -19,7 +19,7 @@ KvBytes kv_cache_bytes(const ModelShape& m, int64_t context, KFormat k_format, i
   const int64_t rows = token_layers * m.n_kv_heads * contexts;
   KvBytes b;
   b.k = rows * k_row_bytes(k_format, k_block, m.head_dim);
-  b.v = rows * v_row_bytes(v_format, m.head_dim);
+  b.v = rows * (v_row_bytes(v_format, m.head_dim) + v_scale_row_bytes(v_format, m.head_dim));  // + q8_0_planar scales
   return b;
 }
 

@@ -7,7 +7,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python")
 import packfa  # noqa: E402
 
 lib = packfa.load(sys.argv[1])
-assert packfa.version(lib)
+# one version: CMake's project(VERSION) reaches the C ABI and the Python package alike
+assert packfa.version(lib) == packfa.__version__, (packfa.version(lib), packfa.__version__)
+assert packfa.__version__[0].isdigit(), packfa.__version__
 
 
 def good():
@@ -90,4 +92,70 @@ expect("dst.scale_strides", packfa.quantize_v,
               dst_scale_strides=(0, 16, 7)))
 packfa.pack_k(lib, good_k(n_tokens=0))      # nothing to do: ok without a device
 packfa.quantize_v(lib, good_v(n_tokens=0))
+
+
+# ---- keyword / enum handling: a typo raises, names are accepted --------------------------
+def raises(exc, words, fn, *a, **kw):
+    try:
+        fn(*a, **kw)
+    except exc as e:
+        for w in words:
+            assert w in str(e), (w, str(e))
+        return
+    raise AssertionError("no %s for %r" % (exc.__name__, (a, kw)))
+
+
+for cls, typo, real in ((packfa.AttnParams, "headdim", "head_dim"), (packfa.PackKParams, "ntokens", "n_tokens"),
+                        (packfa.QuantizeVParams, "vformat", "v_format")):
+    raises(TypeError, [typo, cls.__name__, real], cls, **{typo: 1})   # names it and suggests the field
+    obj = cls()
+    raises(AttributeError, [typo], setattr, obj, typo, 1)             # attribute typos too
+raises(TypeError, ["bogus"], packfa.AttnParams, head_dim=128, bogus=True)
+
+named = packfa.AttnParams(q_type="f16", o_type="f32", k_format="f16", v_format="q8_0_planar", dot="f16",
+                          alibi_mode="ggml")
+assert (named.q_type, named.o_type, named.k_format, named.v_format, named.dot, named.alibi_mode) == (
+    packfa.DTYPE["f16"], packfa.DTYPE["f32"], packfa.K_FORMAT["f16"], packfa.V_FORMAT["q8_0_planar"],
+    packfa.DOT["f16"], packfa.ALIBI_MODE["ggml"])
+assert packfa.PackKParams(src_type="bf16").src_type == packfa.DTYPE["bf16"]
+assert packfa.QuantizeVParams(v_format="q4_0", src_type="f32").v_format == packfa.V_FORMAT["q4_0"]
+raises(ValueError, ["v_format", "q9_0", "q8_0_planar"], packfa.AttnParams, v_format="q9_0")
+raises(ValueError, ["alibi_mode", "linear"], packfa.AttnParams, alibi_mode="linear")
+raises(ValueError, ["q_strides", "3"], packfa.AttnParams, q_strides=(1, 2))
+raises(TypeError, ["head_dim"], packfa.AttnParams, head_dim="128")
+# defaults the C struct's zero would get wrong
+d = packfa.AttnParams()
+assert (d.k_block, d.causal, d.pdl) == (32, 1, -1)
+assert packfa.PackKParams().block == 32 and packfa.QuantizeVParams().pdl == -1
+
+
+class FakeTensor:  # torch.Tensor-like: pointer fields take .data_ptr()
+    def data_ptr(self):
+        return 0x10000
+
+
+assert packfa.AttnParams(q=FakeTensor()).q == 0x10000
+
+# a string enum reaches the C side exactly as its int (same validation outcome)
+p = good()
+p.v_format = "q4_0"
+p.v_strides = (0, 144, 72)
+p.k_block = 16
+p.head_dim = 80  # q4_0 needs head_dim % 32 == 0: the named enum arrived as q4_0
+try:
+    packfa.forward(lib, p)
+    raise AssertionError("no error for v.format")
+except packfa.Error as e:
+    assert "v.format" in str(e) and "q8_0/q4_0" in str(e), str(e)
+
+# ---- library search --------------------------------------------------------------------------
+raises(OSError, ["/nonexistent/libpackfa_c.so", "not found"], packfa.load, "/nonexistent/libpackfa_c.so")
+os.environ["PACKFA_LIB"] = os.path.dirname(os.path.abspath(sys.argv[1]))   # a directory works
+assert packfa.version(packfa.load()) == packfa.__version__
+os.environ["PACKFA_LIB"] = "/nonexistent/dir"
+try:
+    packfa.load()  # may still find the library elsewhere; if not, the message lists what was tried
+except OSError as e:
+    assert "$PACKFA_LIB" in str(e), str(e)
+del os.environ["PACKFA_LIB"]
 print("python ctypes: all checks passed")

@@ -1,6 +1,8 @@
-# cmake -P script behind the ctest "consumer_find_package" (see consumer_test.cmake).
-# Inputs: PACKFA_BUILD_DIR, CONSUMER_SOURCE_DIR, WORK_DIR, GENERATOR, CXX_COMPILER, CONFIG.
-foreach(v PACKFA_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR)
+# cmake -P script behind the consumer ctests (see consumer_test.cmake).
+#   MODE=install: cmake --install PACKFA_BUILD_DIR into PREFIX (fresh).
+#   MODE=project: configure CONSUMER_SOURCE_DIR against PREFIX in WORK_DIR, build, run each
+#                 executable of EXES (comma-separated); COMPILER_ARGS picks the compiler.
+foreach(v MODE PACKFA_BUILD_DIR PREFIX GENERATOR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "consumer_run.cmake: ${v} not set")
   endif()
@@ -16,25 +18,45 @@ function(step what)
   endif()
 endfunction()
 
+if(MODE STREQUAL "install")
+  file(REMOVE_RECURSE ${PREFIX})
+  step("cmake --install ${PACKFA_BUILD_DIR} (is the build complete?)"
+    ${CMAKE_COMMAND} --install ${PACKFA_BUILD_DIR} --prefix ${PREFIX} --config ${CONFIG})
+  # What a user of the package relies on.
+  file(GLOB _libc ${PREFIX}/lib*/libpackfa_c.so)
+  foreach(f include/packfa/api.hpp include/packfa/c_api.h include/packfa/version.hpp bin/packfa-cli
+            share/packfa/python/pyproject.toml share/packfa/python/packfa/__init__.py
+            share/packfa/python/packfa/_version.py share/packfa/python/packfa/_install.py)
+    if(NOT EXISTS ${PREFIX}/${f})
+      message(FATAL_ERROR "consumer test: the install has no ${f}")
+    endif()
+  endforeach()
+  if(NOT _libc)
+    message(FATAL_ERROR "consumer test: the install has no libpackfa_c.so")
+  endif()
+  file(GLOB _cfg ${PREFIX}/lib*/cmake/packfa/packfaConfig.cmake)
+  if(NOT _cfg)
+    message(FATAL_ERROR "consumer test: the install has no lib/cmake/packfa/packfaConfig.cmake")
+  endif()
+  message(STATUS "consumer test: installed to ${PREFIX}")
+  return()
+endif()
+
+foreach(v CONSUMER_SOURCE_DIR WORK_DIR EXES)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "consumer_run.cmake: ${v} not set")
+  endif()
+endforeach()
 file(REMOVE_RECURSE ${WORK_DIR})
-set(prefix ${WORK_DIR}/prefix)
-step("cmake --install ${PACKFA_BUILD_DIR} (is the build complete?)"
-  ${CMAKE_COMMAND} --install ${PACKFA_BUILD_DIR} --prefix ${prefix} --config ${CONFIG})
-if(NOT EXISTS ${prefix}/include/packfa/format.hpp)
-  message(FATAL_ERROR "consumer test: install did not produce include/packfa/format.hpp")
-endif()
-
-set(cxx)
-if(CXX_COMPILER)
-  set(cxx -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
-endif()
-step("configure consumer"
-  ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_BUILD_TYPE=${CONFIG} -DCMAKE_PREFIX_PATH=${prefix} ${cxx})
-step("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build --config ${CONFIG})
-
-find_program(exe packfa_consumer PATHS ${WORK_DIR}/build ${WORK_DIR}/build/${CONFIG} NO_DEFAULT_PATH)
-if(NOT exe)
-  message(FATAL_ERROR "consumer test: packfa_consumer not built")
-endif()
-step("run consumer" ${exe})
+step("configure ${CONSUMER_SOURCE_DIR}"
+  ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR} -G ${GENERATOR}
+    -DCMAKE_BUILD_TYPE=${CONFIG} -DCMAKE_PREFIX_PATH=${PREFIX} ${COMPILER_ARGS})
+step("build ${CONSUMER_SOURCE_DIR}" ${CMAKE_COMMAND} --build ${WORK_DIR} --config ${CONFIG})
+string(REPLACE "," ";" EXES "${EXES}")
+foreach(e ${EXES})
+  find_program(_exe_${e} ${e} PATHS ${WORK_DIR} ${WORK_DIR}/${CONFIG} NO_DEFAULT_PATH NO_CACHE)
+  if(NOT _exe_${e})
+    message(FATAL_ERROR "consumer test: ${e} not built")
+  endif()
+  step("run ${e}" ${_exe_${e}})
+endforeach()

@@ -86,6 +86,13 @@ void register_fa_v(FaRegistry& reg) {
 // Every V format the head dim allows (ggml blocks need head_dim % 32 == 0).
 template <int D>
 void register_fa_head_dim(FaRegistry& reg) {
+#if defined(PACKFA_DEMO_INSTANCES)  // `./packfa demo` on a GPU: the demo's two kernels only
+  if constexpr (D == 128) {
+    register_fa_instance<128, VFormat::q8_0, QKMode::packed16_int8, 4>(reg, 0);
+    register_fa_instance<128, VFormat::f16, QKMode::f16, 4>(reg, 0);
+  }
+  (void)reg;
+#else
   register_fa_v<D, VFormat::f16>(reg);
   if constexpr (D % 32 == 0) {
     register_fa_v<D, VFormat::q8_0>(reg);
@@ -99,6 +106,7 @@ void register_fa_head_dim(FaRegistry& reg) {
 #if !defined(PACKFA_LEAN_INSTANCES)
   register_fa_v<D, VFormat::bf16>(reg);
 #endif
+#endif  // PACKFA_DEMO_INSTANCES
 }
 #endif
 
