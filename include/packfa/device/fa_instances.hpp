@@ -88,8 +88,8 @@ template <int D>
 void register_fa_head_dim(FaRegistry& reg) {
 #if defined(PACKFA_DEMO_INSTANCES)  // `./packfa demo` on a GPU: the demo's two kernels only
   if constexpr (D == 128) {
-    register_fa_instance<128, VFormat::q8_0, QKMode::packed16_int8, 4>(reg, 0);
-    register_fa_instance<128, VFormat::f16, QKMode::f16, 4>(reg, 0);
+    register_fa_layout<128, VFormat::q8_0, QKMode::packed16_int8, 4, false>(reg, 0);
+    register_fa_layout<128, VFormat::f16, QKMode::f16, 4, false>(reg, 0);
   }
   (void)reg;
 #else
