@@ -67,6 +67,9 @@ bool g_trace = false;  // --trace (PACKFA_TRACE builds): per-block timeline of o
 // --head-major: each KV head's rows contiguous ([seq][head][slot]) instead of llama.cpp's
 // token-major cache ([seq][slot][head], the default); the same bytes, another DRAM order
 bool g_head_major = false;
+// --paged N: the same token-major cache read as pages of N slots through a scrambled block
+// table (api.hpp PagedKV): page stride N slots, sequence b's pages anywhere in the pool.
+int g_paged = 0;
 
 __device__ uint32_t hash32(uint64_t x) {
   x ^= x >> 33;
@@ -352,6 +355,25 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.v.scale_strides = strides(vsrow);
   p.kv_len = kvlen;
   p.dot = c.dot;
+  int32_t* table = nullptr;
+  if (g_paged > 0) {
+    const int64_t per_seq = (cap + g_paged - 1) / g_paged;
+    std::vector<int32_t> ids(static_cast<size_t>(c.batch) * per_seq);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    uint64_t x = 88172645463325252ull;  // xorshift: a fixed scramble
+    for (size_t i = ids.size(); i > 1; --i) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      std::swap(ids[i - 1], ids[x % i]);
+    }
+    CK(cudaMalloc(&table, ids.size() * 4));
+    CK(cudaMemcpy(table, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+    p.paged.block_table = table;
+    p.paged.table_stride = per_seq;
+    p.paged.page_size = g_paged;
+    p.paged.num_pages = static_cast<int>(ids.size());
+    for (Strides* st : {&p.k.data_strides, &p.k.scale_strides, &p.v.strides, &p.v.scale_strides})
+      st->seq = g_paged * st->slot;  // token-major: a page is g_paged consecutive slots
+  }
   KernelChoice ch;
   p.k.data = sets[0].k;
   p.k.scales = packed ? sets[0].s : nullptr;
@@ -431,6 +453,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   cudaFree(q);
   cudaFree(o);
   cudaFree(kvlen);
+  if (table) cudaFree(table);
   if (wsp) cudaFree(wsp);
   return m;
 }
@@ -583,7 +606,8 @@ int main(int argc, char** argv) {
                           "  --splits N    force the split-KV count (0 = the dispatcher's choice, up to 1024)\n"
                           "  --quick       fewer cases; --chain-only: only the pack -> attention -> combine chain\n"
                           "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
-                          "  --trace       per-block timeline of one more call (PACKFA_TRACE builds)\n");
+                          "  --trace       per-block timeline of one more call (PACKFA_TRACE builds)\n"
+                          "  --paged N     read the cache as scrambled pages of N slots (16, 32, 64, 128, 256)\n");
   ap.text("--json", &json)
       .flag("--quick", &quick)
       .integer("--reps", &reps, 50, 100000)
@@ -595,11 +619,14 @@ int main(int argc, char** argv) {
       .flag("--no-baseline", &no_base)
       .integer("--splits", &g_splits, 0, 1024)
       .flag("--trace", &g_trace)
-      .flag("--head-major", &g_head_major);
+      .flag("--head-major", &g_head_major)
+      .integer("--paged", &g_paged, 16, 256);
   int arg_rc = 0;
   if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
   const bool filtered = only_kv || only_nq || only_d || !only_v.empty();
   if (chain_only && filtered) return ap.fail("--kv/--nq/--d/--v select sweep cases; --chain-only runs no sweep");
+  if (g_paged && ((g_paged & (g_paged - 1)) != 0)) return ap.fail("--paged: a power of two, 16..256");
+  if (g_paged && g_head_major) return ap.fail("--paged reads the token-major cache; drop --head-major");
 
   std::vector<Case> cases;
   if (!chain_only) {
@@ -681,7 +708,8 @@ int main(int argc, char** argv) {
                  "  \"chain_kv4096\": {\"stream_pdl_off_us\": %.3f, \"stream_pdl_on_us\": %.3f, "
                  "\"graph_pdl_off_us\": %.3f, \"graph_pdl_on_us\": %.3f}\n}\n",
                  prop.name, prop.multiProcessorCount, date, commit,
-                 g_head_major ? "head-major [seq][head][slot]" : "token-major [seq][slot][head]", copy, reps,
+                 g_paged ? (g_paged == 16 ? "paged16 (token-major pages, scrambled)" : g_paged == 32 ? "paged32" : g_paged == 64 ? "paged64" : g_paged == 128 ? "paged128" : "paged256")
+                         : g_head_major ? "head-major [seq][head][slot]" : "token-major [seq][slot][head]", copy, reps,
                  rows.c_str(), ch.stream_off,
                  ch.stream_on, ch.graph_off, ch.graph_on);
     std::fclose(f);
