@@ -12,7 +12,7 @@ function(packfa_kernel_sources backend out)
   endif()
   set(srcs)
   foreach(d 64 80 96 112 128 256)
-    list(APPEND srcs ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}.${ext})
+    list(APPEND srcs ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}.${ext} ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}_paged.${ext})
   endforeach()
   list(APPEND srcs ${PROJECT_SOURCE_DIR}/kernels/probe.${ext} ${PROJECT_SOURCE_DIR}/kernels/pack.${ext}
     ${PROJECT_SOURCE_DIR}/kernels/combine.${ext})

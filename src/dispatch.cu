@@ -60,6 +60,12 @@ const FaRegistry& registry() {
     register_fa_d112(*r);
     register_fa_d128(*r);
     register_fa_d256(*r);
+    register_fa_d64_paged(*r);
+    register_fa_d80_paged(*r);
+    register_fa_d96_paged(*r);
+    register_fa_d112_paged(*r);
+    register_fa_d128_paged(*r);
+    register_fa_d256_paged(*r);
     return r;
   }();
   return *reg;

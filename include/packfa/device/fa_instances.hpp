@@ -54,57 +54,51 @@ void register_fa_layout(FaRegistry& reg, int rclass) {
   e.claims = T::kClaims;
   e.mma_qk = T::kMmaQk;
 }
-// Every instance comes contiguous and paged (the lean set: paged at D = 128 only).
-template <int D, VFormat VF, QKMode QK, int RMAX>
-void register_fa_instance(FaRegistry& reg, int rclass) {
-  register_fa_layout<D, VF, QK, RMAX, false>(reg, rclass);
-#if defined(PACKFA_LEAN_INSTANCES)
-  if constexpr (D == 128)
-#endif
-    register_fa_layout<D, VF, QK, RMAX, true>(reg, rclass);
-}
-
-template <int D, VFormat VF, QKMode QK>
+// Every instance comes contiguous and paged (PAGED); each layout of a head dim has its own
+// instance file (kernels/fa_d<D>.cu, fa_d<D>_paged.cu), so the builds run in parallel.
+template <int D, VFormat VF, QKMode QK, bool PAGED>
 void register_fa_rows(FaRegistry& reg) {
-  register_fa_instance<D, VF, QK, 4>(reg, 0);
+  register_fa_layout<D, VF, QK, 4, PAGED>(reg, 0);
 #if !defined(PACKFA_LEAN_INSTANCES)
-  register_fa_instance<D, VF, QK, 16>(reg, 1);
+  register_fa_layout<D, VF, QK, 16, PAGED>(reg, 1);
 #else
-  if constexpr (D == 128) register_fa_instance<D, VF, QK, 16>(reg, 1);
+  if constexpr (D == 128) register_fa_layout<D, VF, QK, 16, PAGED>(reg, 1);
 #endif
 }
 
-template <int D, VFormat VF>
+template <int D, VFormat VF, bool PAGED>
 void register_fa_v(FaRegistry& reg) {
-  register_fa_rows<D, VF, QKMode::packed16_int8>(reg);
+  register_fa_rows<D, VF, QKMode::packed16_int8, PAGED>(reg);
 #if !defined(PACKFA_LEAN_INSTANCES)  // lean (CI): the int8 Q·K instances only
-  register_fa_rows<D, VF, QKMode::packed16_f16>(reg);
-  register_fa_rows<D, VF, QKMode::f16>(reg);
+  register_fa_rows<D, VF, QKMode::packed16_f16, PAGED>(reg);
+  register_fa_rows<D, VF, QKMode::f16, PAGED>(reg);
 #endif
 }
 
-// Every V format the head dim allows (ggml blocks need head_dim % 32 == 0).
-template <int D>
+// Every V format the head dim allows (ggml blocks need head_dim % 32 == 0). The lean set
+// (CI) has paged instances at D = 128 only (kernels/fa_d*_paged.cu); the demo set none.
+template <int D, bool PAGED = false>
 void register_fa_head_dim(FaRegistry& reg) {
+
 #if defined(PACKFA_DEMO_INSTANCES)  // `./packfa demo` on a GPU: the demo's two kernels only
-  if constexpr (D == 128) {
+  if constexpr (D == 128 && !PAGED) {
     register_fa_layout<128, VFormat::q8_0, QKMode::packed16_int8, 4, false>(reg, 0);
     register_fa_layout<128, VFormat::f16, QKMode::f16, 4, false>(reg, 0);
   }
   (void)reg;
 #else
-  register_fa_v<D, VFormat::f16>(reg);
+  register_fa_v<D, VFormat::f16, PAGED>(reg);
   if constexpr (D % 32 == 0) {
-    register_fa_v<D, VFormat::q8_0>(reg);
-    register_fa_v<D, VFormat::q4_0>(reg);
+    register_fa_v<D, VFormat::q8_0, PAGED>(reg);
+    register_fa_v<D, VFormat::q4_0, PAGED>(reg);
 #if !defined(PACKFA_LEAN_INSTANCES)
-    register_fa_v<D, VFormat::q8_0_planar>(reg);
+    register_fa_v<D, VFormat::q8_0_planar, PAGED>(reg);
 #else
-    if constexpr (D == 128) register_fa_v<D, VFormat::q8_0_planar>(reg);
+    if constexpr (D == 128) register_fa_v<D, VFormat::q8_0_planar, PAGED>(reg);
 #endif
   }
 #if !defined(PACKFA_LEAN_INSTANCES)
-  register_fa_v<D, VFormat::bf16>(reg);
+  register_fa_v<D, VFormat::bf16, PAGED>(reg);
 #endif
 #endif  // PACKFA_DEMO_INSTANCES
 }
@@ -117,5 +111,11 @@ void register_fa_d96(FaRegistry&);
 void register_fa_d112(FaRegistry&);
 void register_fa_d128(FaRegistry&);
 void register_fa_d256(FaRegistry&);
+void register_fa_d64_paged(FaRegistry&);
+void register_fa_d80_paged(FaRegistry&);
+void register_fa_d96_paged(FaRegistry&);
+void register_fa_d112_paged(FaRegistry&);
+void register_fa_d128_paged(FaRegistry&);
+void register_fa_d256_paged(FaRegistry&);
 
 }  // namespace packfa
