@@ -11,8 +11,10 @@
 
 #include "packfa/launch.hpp"
 #include "packfa/pdl.hpp"
+#include "gpu_cause.hpp"  // the real cause when no device answers
 
 namespace packfa::pdl {
+namespace detail = ::packfa::detail;
 
 namespace {
 
@@ -95,7 +97,7 @@ Capability probe(const void* kernel, int device) {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || device < 0 || device >= count) {
     (void)cudaGetLastError();
-    c.fail = std::string("no device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "device ordinal out of range");
+    c.fail = std::string("no device: ") + (e != cudaSuccess ? detail::gpu_cause(e) : "device ordinal out of range");
     return c;
   }
   e = cudaDeviceGetAttribute(&c.cc_major, cudaDevAttrComputeCapabilityMajor, device);
@@ -211,7 +213,7 @@ Decision query_current(const void* kernel, bool aware, int override_) {
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     Decision d;
-    d.why = std::string("no device: ") + cudaGetErrorString(e);
+    d.why = std::string("no device: ") + detail::gpu_cause(e);
     return d;
   }
   return query(kernel, dev, aware, override_);
