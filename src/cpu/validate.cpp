@@ -313,7 +313,7 @@ Status validate(const AttnParams& p) {
     return bad("alibi_mode", "must be 0 (position) or 1 (ggml)", num(static_cast<int>(p.alibi_mode)));
   if (p.num_splits < 0) return bad("num_splits", "must be >= 0", num(p.num_splits));
   if (p.workspace_bytes > 0 && !p.workspace)
-    return bad("workspace", "is null but workspace_bytes > 0", num(static_cast<int64_t>(p.workspace_bytes)));
+    return bad("workspace", "is null but workspace_bytes > 0", std::to_string(p.workspace_bytes));
   PACKFA_TRY(check_aligned("workspace", p.workspace, 16));
   if (p.workspace_bytes > static_cast<size_t>(INT64_MAX))
     return bad("workspace_bytes", "too large", std::to_string(p.workspace_bytes));
