@@ -453,3 +453,36 @@ TEST_CASE("quantize_v_host q8_0_planar names the bad field", "[pack][v]") {
   // the other formats have no scale plane: a null dst.scales is fine for them
   { auto c = v; c.dst.format = VFormat::q8_0; c.dst.scales = nullptr; CHECK(quantize_v_host(c).ok()); }
 }
+
+TEST_CASE("q8_0 / q4_0 / q8_0_planar: non-finite inputs count as 0 (docs/format.md)", "[pack][v]") {
+  std::vector<float> x(32), z(32);
+  SynthRng rng(5);
+  for (int i = 0; i < 32; ++i) x[i] = z[i] = static_cast<float>(3.0 * rng.normal());
+  x[0] = NAN; x[7] = INFINITY; x[31] = -INFINITY;  // first, middle and last: ggml's MAX depends on where a NaN sits
+  z[0] = z[7] = z[31] = 0.0f;
+  uint8_t a[34], b[34];
+  q8_0_quantize_block(x.data(), a);
+  q8_0_quantize_block(z.data(), b);
+  CHECK(std::memcmp(a, b, 34) == 0);
+  CHECK(a[2] == 0);   // q = 0
+  CHECK(a[33] == 0);
+  q4_0_quantize_block(x.data(), a);
+  q4_0_quantize_block(z.data(), b);
+  CHECK(std::memcmp(a, b, 18) == 0);
+  CHECK((a[2] & 0xf) == 8);  // nibble 8: value 0
+  CHECK((a[17] >> 4) == 8);
+  int8_t q[32];
+  uint16_t d = 0;
+  q8_0_planar_quantize_block(x.data(), q, &d);
+  q8_0_quantize_block(z.data(), b);
+  CHECK(d == static_cast<uint16_t>(b[0] | (b[1] << 8)));
+  CHECK(std::memcmp(q, b + 2, 32) == 0);
+  // a block of nothing but NaN is a block of zeros: d = 0
+  std::vector<float> n(32, NAN);
+  q8_0_quantize_block(n.data(), a);
+  for (int i = 0; i < 34; ++i) CHECK(a[i] == 0);
+  q4_0_quantize_block(n.data(), a);
+  CHECK(a[0] == 0);
+  CHECK(a[1] == 0x80);  // d = 0 / -8 = -0, as in ggml
+  for (int i = 2; i < 18; ++i) CHECK(a[i] == 0x88);
+}
