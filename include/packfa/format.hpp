@@ -139,53 +139,102 @@ PACKFA_HD uint16_t packed16_quantize_block(const float* x, int n, int8_t* q, Pac
 }
 
 // ---- ggml q8_0 / q4_0 (byte-compatible with ggml-common.h block_q8_0 / block_q4_0) --------
-// q8_0: d = amax/127 (stored fp16), q = round(x / d) using the fp32 d (ggml's reference).
+// The float nearest to x·y and to x + y, each rounded on its own: never fused into an FMA,
+// never kept wider (host: -mfma / -march=native with gcc's default -ffp-contract=fast, x87
+// excess precision; device compilers fuse a product into the add that follows). ggml's
+// reference rounds the product and the sum of q4_0's nibble separately; fused, the nibble
+// lands on the other side of a rounding boundary in some blocks (tests/cpu/quant_fma/).
+// CUDA: the _rn intrinsics are never contracted. HIP: its __fmul_rn is a plain multiply that
+// clang fuses (v_fmaak_f32 with 8.5 on gfx1100): the pragma keeps these operations unfused.
+// Host: a volatile float holds a rounded float on every compiler, whatever the flags.
+PACKFA_HD float mul_rounded(float x, float y) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __fmul_rn(x, y);
+#elif defined(PACKFA_DEVICE_HIP)
+#pragma clang fp contract(off)
+  return x * y;
+#else
+  volatile float r = x * y;
+  return r;
+#endif
+}
+PACKFA_HD float add_rounded(float x, float y) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __fadd_rn(x, y);
+#elif defined(PACKFA_DEVICE_HIP)
+#pragma clang fp contract(off)
+  return x + y;
+#else
+  volatile float r = x + y;
+  return r;
+#endif
+}
+PACKFA_HD float div_rounded(float x, float y) {
+#if defined(PACKFA_DEVICE_CUDA)
+  return __fdiv_rn(x, y);
+#elif defined(PACKFA_DEVICE_HIP)
+#pragma clang fp contract(off)
+  return x / y;
+#else
+  volatile float r = x / y;
+  return r;
+#endif
+}
+
+// Non-finite inputs of the V quantizers count as 0 (docs/format.md, "V formats").
+PACKFA_HD float finite_or_zero(float v) { return is_finite_f32(v) ? v : 0.0f; }
+// ggml's id = d ? 1/d : 0, with 0 also where 1/d overflows (|d| < 2^-128; its fp16 d is 0).
+PACKFA_HD float inverse_or_zero(float d) {
+  if (d == 0.0f) return 0.0f;
+  const float id = div_rounded(1.0f, d);
+  return is_finite_f32(id) ? id : 0.0f;
+}
+// C's float -> int8 conversion (truncation) where it is defined, saturated outside (ggml's
+// reference is undefined there; only reachable with an fp32-subnormal d, stored as fp16 0).
+PACKFA_HD int trunc_to_int8(float r) { return static_cast<int>(fminf(127.0f, fmaxf(-128.0f, r))); }
+
+// q8_0 (ggml's quantize_row_q8_0_ref): d = amax/127, id = 1/d (0 if d = 0), q = roundf(x·id),
+// d stored as fp16; both with fp32 d and id.
 PACKFA_HD void q8_0_quantize_block(const float* x, uint8_t* block /*34 bytes*/) {
   float amax = 0.0f;
   PACKFA_UNROLL
-  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(x[i]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(finite_or_zero(x[i])));
+  const float d = div_rounded(amax, 127.0f);
+  const float id = inverse_or_zero(d);
   const uint16_t dbits = fp16_from_float(d);
   block[0] = static_cast<uint8_t>(dbits & 0xff);
   block[1] = static_cast<uint8_t>(dbits >> 8);
   PACKFA_UNROLL
-  for (int i = 0; i < 32; ++i) block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(roundf(x[i] * id)));
+  for (int i = 0; i < 32; ++i)
+    block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(trunc_to_int8(roundf(mul_rounded(finite_or_zero(x[i]), id)))));
 }
 
-// x·y rounded on its own. Device compilers fuse a product into the add that follows (one
-// FMA rounding instead of two), the host does not; q4_0's nibble must see the same product.
-PACKFA_HD float mul_rounded(float x, float y) {
-#if defined(PACKFA_DEVICE_CUDA) || defined(PACKFA_DEVICE_HIP)
-  return __fmul_rn(x, y);
-#else
-  return x * y;
-#endif
-}
-
-// q4_0: d = (signed value of largest magnitude) / −8; nibble = min(15, (int)(x/d + 8.5));
-// byte j holds element j in its low nibble and element j+16 in its high nibble.
+// q4_0 (ggml's quantize_row_q4_0_ref): d = (signed value of largest magnitude, the first on
+// ties) / −8; nibble = min(15, (int8)(x·id + 8.5)), product and sum rounded apart; byte j
+// holds element j in its low nibble and element j+16 in its high nibble.
 PACKFA_HD void q4_0_quantize_block(const float* x, uint8_t* block /*18 bytes*/) {
   float amax = 0.0f, vmax = 0.0f;
   PACKFA_UNROLL
   for (int i = 0; i < 32; ++i) {
-    if (amax < fabsf(x[i])) {
-      amax = fabsf(x[i]);
-      vmax = x[i];
+    const float v = finite_or_zero(x[i]);
+    if (amax < fabsf(v)) {
+      amax = fabsf(v);
+      vmax = v;
     }
   }
-  const float d = vmax / -8.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const float d = div_rounded(vmax, -8.0f);
+  const float id = inverse_or_zero(d);
   const uint16_t dbits = fp16_from_float(d);
   block[0] = static_cast<uint8_t>(dbits & 0xff);
   block[1] = static_cast<uint8_t>(dbits >> 8);
   PACKFA_UNROLL
   for (int j = 0; j < 16; ++j) {
-    const float x0 = mul_rounded(x[j], id), x1 = mul_rounded(x[j + 16], id);
-    int n0 = static_cast<int>(x0 + 8.5f), n1 = static_cast<int>(x1 + 8.5f);
+    const float x0 = mul_rounded(finite_or_zero(x[j]), id), x1 = mul_rounded(finite_or_zero(x[j + 16]), id);
+    int n0 = trunc_to_int8(add_rounded(x0, 8.5f)), n1 = trunc_to_int8(add_rounded(x1, 8.5f));
     n0 = n0 < 15 ? n0 : 15;
     n1 = n1 < 15 ? n1 : 15;
-    block[2 + j] = static_cast<uint8_t>(n0 | (n1 << 4));
+    // as ggml: each nibble value as uint8 (a negative one, only with a subnormal d, wraps)
+    block[2 + j] = static_cast<uint8_t>(static_cast<uint8_t>(n0) | (static_cast<uint8_t>(n1) << 4));
   }
 }
 

@@ -26,7 +26,9 @@ struct PackStats {
 // p.src_type) and writes the row of slot = slots ? slots[t] : base_slot + t at
 //   payload: (int8_t*)dst.data   + slot*dst.data_strides.slot  + g*dst.data_strides.head
 //   scales:  (char*)dst.scales   + slot*dst.scale_strides.slot + g*dst.scale_strides.head
-// (dst.*.seq is not used: point dst at the sequence's first slot.)
+// (dst.*.seq is not used: point dst at the sequence's first slot.) With p.page_size > 0 the
+// slot is vLLM's slot_mapping: row at (slot / page_size) * dst.*.seq + (slot % page_size) *
+// dst.*.slot (+ g * head). A slot < 0, or >= p.n_slots when that is set, skips the token.
 // Per element: x = float(src); with smoothing x = (x - m[g][c]) / s[g][c] in fp32 in that
 // order (m = p.smooth_shift, s = p.dst.smooth_scale; a null one is skipped); then each block
 // of dst.block values goes through packed16_quantize_block. stats (optional) is added to.

@@ -12,6 +12,23 @@ bool valid_vformat(VFormat f) {
          f == VFormat::q8_0_planar;
 }
 
+bool valid_page_size(int s) { return s == 0 || s == 16 || s == 32 || s == 64 || s == 128 || s == 256; }
+
+Status check_slot_fields(int page_size, int64_t n_slots) {
+  if (!valid_page_size(page_size)) return invalid("page_size", "must be 0, 16, 32, 64, 128 or 256 (" + std::to_string(page_size) + ")");
+  if (n_slots < 0) return invalid("n_slots", "must be >= 0 (" + std::to_string(n_slots) + ")");
+  return Status::Ok();
+}
+
+// Byte offset of a slot's row (head 0) in a destination plane, as the pack kernels address it:
+// flat slot * stride.slot, or paged (vLLM's slot_mapping) page * stride.seq + offset *
+// stride.slot. False: the token is skipped (slot < 0, or slot >= n_slots when n_slots is set).
+bool slot_offset(int64_t slot, int page_size, int64_t n_slots, const Strides& s, int64_t* off) {
+  if (slot < 0 || (n_slots > 0 && slot >= n_slots)) return false;
+  *off = page_size > 0 ? (slot / page_size) * s.seq + (slot % page_size) * s.slot : slot * s.slot;
+  return true;
+}
+
 Status check_strides(const char* name, const Strides& s) {
   if (s.seq < 0) return invalid(std::string(name) + ".seq", "must be >= 0");
   if (s.slot < 0) return invalid(std::string(name) + ".slot", "must be >= 0");
@@ -87,19 +104,20 @@ Status pack_k_host(const PackKParams& p, PackStats* stats) {
   PACKFA_TRY(check_strides("dst.data_strides", p.dst.data_strides));
   PACKFA_TRY(check_strides("dst.scale_strides", p.dst.scale_strides));
   if (p.base_slot < 0) return invalid("base_slot", "must be >= 0");
+  PACKFA_TRY(check_slot_fields(p.page_size, p.n_slots));
   if (p.n_tokens == 0) return Status::Ok();
   if (!p.src) return invalid("src", "is null");
   if (!p.dst.data) return invalid("dst.data", "is null");
   if (!p.dst.scales) return invalid("dst.scales", "is null");
-  if (p.slots)
-    for (int t = 0; t < p.n_tokens; ++t)
-      if (p.slots[t] < 0) return invalid("slots", "slot " + std::to_string(t) + " is negative");
 
   const int d = p.head_dim, B = p.dst.block;
   std::vector<float> x(d);
   PackStats total;
   for (int t = 0; t < p.n_tokens; ++t) {
     const int64_t slot = p.slots ? p.slots[t] : p.base_slot + t;
+    int64_t pay_off = 0, sc_off = 0;
+    if (!slot_offset(slot, p.page_size, p.n_slots, p.dst.data_strides, &pay_off)) continue;  // skipped token
+    slot_offset(slot, p.page_size, p.n_slots, p.dst.scale_strides, &sc_off);
     for (int g = 0; g < p.n_kv_heads; ++g) {
       const int64_t base = t * p.src_token_stride + g * p.src_head_stride;
       const float* m = p.smooth_shift ? p.smooth_shift + static_cast<int64_t>(g) * d : nullptr;
@@ -110,10 +128,9 @@ Status pack_k_host(const PackKParams& p, PackStats* stats) {
         if (s) v = v / s[c];
         x[c] = v;
       }
-      int8_t* q = static_cast<int8_t*>(const_cast<void*>(p.dst.data)) + slot * p.dst.data_strides.slot +
-                  g * p.dst.data_strides.head;
-      uint16_t* sc = reinterpret_cast<uint16_t*>(static_cast<char*>(const_cast<void*>(p.dst.scales)) +
-                                                 slot * p.dst.scale_strides.slot + g * p.dst.scale_strides.head);
+      int8_t* q = static_cast<int8_t*>(const_cast<void*>(p.dst.data)) + pay_off + g * p.dst.data_strides.head;
+      uint16_t* sc = reinterpret_cast<uint16_t*>(static_cast<char*>(const_cast<void*>(p.dst.scales)) + sc_off +
+                                                 g * p.dst.scale_strides.head);
       for (int b = 0; b < d / B; ++b) {
         Packed16BlockStats st;
         sc[b] = packed16_quantize_block(x.data() + b * B, B, q + b * B, &st);
@@ -164,23 +181,23 @@ Status quantize_v_host(const QuantVParams& p) {
   PACKFA_TRY(check_strides("dst.strides", p.dst.strides));
   if (planar) PACKFA_TRY(check_strides("dst.scale_strides", p.dst.scale_strides));
   if (p.base_slot < 0) return invalid("base_slot", "must be >= 0");
+  PACKFA_TRY(check_slot_fields(p.page_size, p.n_slots));
   if (p.n_tokens == 0) return Status::Ok();
   if (!p.src) return invalid("src", "is null");
   if (!p.dst.data) return invalid("dst.data", "is null");
   if (planar && !p.dst.scales) return invalid("dst.scales", "is null");
-  if (p.slots)
-    for (int t = 0; t < p.n_tokens; ++t)
-      if (p.slots[t] < 0) return invalid("slots", "slot " + std::to_string(t) + " is negative");
 
   const int d = p.head_dim;
   std::vector<float> x(d);
   for (int t = 0; t < p.n_tokens; ++t) {
     const int64_t slot = p.slots ? p.slots[t] : p.base_slot + t;
+    int64_t row_off = 0, sc_off = 0;
+    if (!slot_offset(slot, p.page_size, p.n_slots, p.dst.strides, &row_off)) continue;  // skipped token
+    if (planar) slot_offset(slot, p.page_size, p.n_slots, p.dst.scale_strides, &sc_off);
     for (int g = 0; g < p.n_kv_heads; ++g) {
       const int64_t base = t * p.src_token_stride + g * p.src_head_stride;
       for (int c = 0; c < d; ++c) x[c] = load_as_float(p.src_type, p.src, base + c);
-      uint8_t* row = static_cast<uint8_t*>(const_cast<void*>(p.dst.data)) + slot * p.dst.strides.slot +
-                     g * p.dst.strides.head;
+      uint8_t* row = static_cast<uint8_t*>(const_cast<void*>(p.dst.data)) + row_off + g * p.dst.strides.head;
       switch (p.dst.format) {
         case VFormat::f16:
           for (int c = 0; c < d; ++c) reinterpret_cast<uint16_t*>(row)[c] = fp16_from_float(x[c]);
@@ -195,8 +212,8 @@ Status quantize_v_host(const QuantVParams& p) {
           for (int b = 0; b < d / 32; ++b) q4_0_quantize_block(x.data() + 32 * b, row + b * kQ4_0BlockBytes);
           break;
         case VFormat::q8_0_planar: {
-          uint16_t* sc = reinterpret_cast<uint16_t*>(static_cast<char*>(const_cast<void*>(p.dst.scales)) +
-                                                     slot * p.dst.scale_strides.slot + g * p.dst.scale_strides.head);
+          uint16_t* sc = reinterpret_cast<uint16_t*>(static_cast<char*>(const_cast<void*>(p.dst.scales)) + sc_off +
+                                                     g * p.dst.scale_strides.head);
           for (int b = 0; b < d / 32; ++b)
             q8_0_planar_quantize_block(x.data() + 32 * b, reinterpret_cast<int8_t*>(row) + 32 * b, sc + b);
           break;

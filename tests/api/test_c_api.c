@@ -84,6 +84,39 @@ int main(void) {
   EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
   EXPECT(strstr(msg, "k.data") != NULL);
 
+  /* the appended fields reach validate(): paging, error counters, ALiBi mode */
+  p = good();
+  p.page_size = 48;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "paged.page_size") != NULL && strstr(msg, "(48)") != NULL);
+  p.page_size = 16; /* 64 keys: 4 pages per sequence */
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "paged.block_table") != NULL);
+  p.block_table = (const int32_t*)0x70000; p.block_table_stride = 3;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "paged.table_stride") != NULL);
+  p = good();
+  p.errors = (int*)0x90002;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "errors") != NULL);
+  p = good();
+  p.alibi_mode = 2;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "alibi_mode") != NULL);
+  /* what the call writes may not overlap what it reads: O in place over Q, LSE inside O */
+  p = good();
+  p.o = (void*)p.q;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "o.data: overlaps q.data") != NULL);
+  p = good();
+  p.lse = (float*)0x20100;
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "lse: overlaps o.data") != NULL);
+  p = good();
+  p.o_strides[2] = 64; /* heads written over each other */
+  EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+  EXPECT(strstr(msg, "o.head_stride") != NULL);
+
   /* a short buffer gets a truncated, terminated message */
   p = good();
   p.batch = 0;

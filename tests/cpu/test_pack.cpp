@@ -453,3 +453,102 @@ TEST_CASE("quantize_v_host q8_0_planar names the bad field", "[pack][v]") {
   // the other formats have no scale plane: a null dst.scales is fine for them
   { auto c = v; c.dst.format = VFormat::q8_0; c.dst.scales = nullptr; CHECK(quantize_v_host(c).ok()); }
 }
+
+TEST_CASE("q8_0 / q4_0 / q8_0_planar: non-finite inputs count as 0 (docs/format.md)", "[pack][v]") {
+  std::vector<float> x(32), z(32);
+  SynthRng rng(5);
+  for (int i = 0; i < 32; ++i) x[i] = z[i] = static_cast<float>(3.0 * rng.normal());
+  x[0] = NAN; x[7] = INFINITY; x[31] = -INFINITY;  // first, middle and last: ggml's MAX depends on where a NaN sits
+  z[0] = z[7] = z[31] = 0.0f;
+  uint8_t a[34], b[34];
+  q8_0_quantize_block(x.data(), a);
+  q8_0_quantize_block(z.data(), b);
+  CHECK(std::memcmp(a, b, 34) == 0);
+  CHECK(a[2] == 0);   // q = 0
+  CHECK(a[33] == 0);
+  q4_0_quantize_block(x.data(), a);
+  q4_0_quantize_block(z.data(), b);
+  CHECK(std::memcmp(a, b, 18) == 0);
+  CHECK((a[2] & 0xf) == 8);  // nibble 8: value 0
+  CHECK((a[17] >> 4) == 8);
+  int8_t q[32];
+  uint16_t d = 0;
+  q8_0_planar_quantize_block(x.data(), q, &d);
+  q8_0_quantize_block(z.data(), b);
+  CHECK(d == static_cast<uint16_t>(b[0] | (b[1] << 8)));
+  CHECK(std::memcmp(q, b + 2, 32) == 0);
+  // a block of nothing but NaN is a block of zeros: d = 0
+  std::vector<float> n(32, NAN);
+  q8_0_quantize_block(n.data(), a);
+  for (int i = 0; i < 34; ++i) CHECK(a[i] == 0);
+  q4_0_quantize_block(n.data(), a);
+  CHECK(a[0] == 0);
+  CHECK(a[1] == 0x80);  // d = 0 / -8 = -0, as in ggml
+  for (int i = 2; i < 18; ++i) CHECK(a[i] == 0x88);
+}
+
+// Paged destinations (vLLM slot_mapping) and skipped tokens: slot < 0 and slot >= n_slots
+// write nothing; slot s lands in page s / page_size at offset s % page_size.
+TEST_CASE("pack_k_host / quantize_v_host: paged slots and skipped tokens", "[pack][paged]") {
+  const int G = 2, D = 64, T = 5, PAGE = 16, PAGES = 4;
+  std::vector<float> x(T * G * D);
+  SynthRng rng(21);
+  for (auto& v : x) v = static_cast<float>(rng.normal());
+  const int32_t slots[T] = {17, -1, 63, 70, 0};  // 70 >= n_slots = 64: skipped
+  // HND-like pages: [page][head][offset] rows, page stride 2 * 16 rows
+  const Strides pay = {G * PAGE * D, D, PAGE * D}, sc = {G * PAGE * 4, 4, PAGE * 4};
+  std::vector<int8_t> q(PAGES * G * PAGE * D, 99);
+  std::vector<uint16_t> d(PAGES * G * PAGE * 2, 0xffff);
+  PackKParams p;
+  p.n_tokens = T; p.n_kv_heads = G; p.head_dim = D; p.src_type = DType::f32; p.src = x.data();
+  p.src_token_stride = G * D; p.src_head_stride = D;
+  p.dst.data = q.data(); p.dst.data_strides = pay; p.dst.scales = d.data(); p.dst.scale_strides = sc;
+  p.slots = slots; p.page_size = PAGE; p.n_slots = PAGES * PAGE;
+  REQUIRE(pack_k_host(p).ok());
+  std::vector<bool> written(PAGES * PAGE, false);
+  for (int t = 0; t < T; ++t) {
+    const int s = slots[t];
+    if (s < 0 || s >= PAGES * PAGE) continue;
+    written[s] = true;
+    for (int g = 0; g < G; ++g) {
+      int8_t want[D];
+      uint16_t wd[2];
+      for (int b = 0; b < 2; ++b) wd[b] = packed16_quantize_block(x.data() + (t * G + g) * D + 32 * b, 32, want + 32 * b, nullptr);
+      const int64_t off = (s / PAGE) * pay.seq + (s % PAGE) * pay.slot + g * pay.head;
+      CHECK(std::memcmp(q.data() + off, want, D) == 0);
+      const int64_t soff = ((s / PAGE) * sc.seq + (s % PAGE) * sc.slot + g * sc.head) / 2;
+      CHECK(d[soff] == wd[0]);
+      CHECK(d[soff + 1] == wd[1]);
+    }
+  }
+  for (int s = 0; s < PAGES * PAGE; ++s)  // every other slot's rows untouched
+    if (!written[s])
+      for (int g = 0; g < G; ++g)
+        CHECK(q[(s / PAGE) * pay.seq + (s % PAGE) * pay.slot + g * pay.head] == 99);
+
+  // the same slots through quantize_v_host (q8_0 rows of 68 bytes, NHD pages)
+  const int64_t rb = v_row_bytes(VFormat::q8_0, D);
+  const Strides vs = {PAGE * G * rb, G * rb, rb};
+  std::vector<uint8_t> v(PAGES * PAGE * G * rb, 0x5a);
+  QuantVParams qv;
+  qv.n_tokens = T; qv.n_kv_heads = G; qv.head_dim = D; qv.src_type = DType::f32; qv.src = x.data();
+  qv.src_token_stride = G * D; qv.src_head_stride = D;
+  qv.dst.format = VFormat::q8_0; qv.dst.data = v.data(); qv.dst.strides = vs;
+  qv.slots = slots; qv.page_size = PAGE; qv.n_slots = PAGES * PAGE;
+  REQUIRE(quantize_v_host(qv).ok());
+  for (int t = 0; t < T; ++t) {
+    const int s = slots[t];
+    if (s < 0 || s >= PAGES * PAGE) continue;
+    for (int g = 0; g < G; ++g) {
+      uint8_t want[2 * 34];
+      for (int b = 0; b < 2; ++b) q8_0_quantize_block(x.data() + (t * G + g) * D + 32 * b, want + 34 * b);
+      CHECK(std::memcmp(v.data() + (s / PAGE) * vs.seq + (s % PAGE) * vs.slot + g * vs.head, want, 68) == 0);
+    }
+  }
+  for (int s = 0; s < PAGES * PAGE; ++s)  // rows of the slots nobody wrote keep their bytes
+    if (!written[s])
+      for (int g = 0; g < G; ++g)
+        for (int64_t i = 0; i < rb; ++i) CHECK(v[(s / PAGE) * vs.seq + (s % PAGE) * vs.slot + g * vs.head + i] == 0x5a);
+  { auto c = p; c.page_size = 24; expect_field(pack_k_host(c), "page_size"); }
+  { auto c = qv; c.n_slots = -1; expect_field(quantize_v_host(c), "n_slots"); }
+}

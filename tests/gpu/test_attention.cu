@@ -39,6 +39,7 @@ std::string describe(const ProblemConfig& c) {
 struct Result {
   double err = 0, lse_err = 0;
   std::string kernel;
+  KernelChoice choice;  // what select_kernel reported for the call (the path that ran)
 };
 
 // Runs one configuration; big_seq_stride > 0 moves the K/V planes of sequence b to
@@ -110,7 +111,9 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
   const int64_t n = static_cast<int64_t>(cfg.batch) * cfg.nq * cfg.n_q_heads * cfg.head_dim;
   const std::vector<double> o = download(cfg.o_type, dp.params.o.data, n);
   Result r;
-  r.kernel = choice.name + " splits=" + std::to_string(choice.num_splits);
+  r.kernel = choice.name + " splits=" + std::to_string(choice.num_splits) + " combine=" + choice.combine +
+             " claims=" + std::to_string(choice.claims) + " mma_qk=" + std::to_string(choice.mma_qk);
+  r.choice = choice;
   r.err = rel_err(o, ref_o);
   if (cfg.want_lse) {
     const std::vector<double> lse = download(DType::f32, dp.params.lse, static_cast<int64_t>(ref_lse.size()));
@@ -128,11 +131,12 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
 
 double tol(const ProblemConfig& c) { return c.o_type == DType::bf16 ? 5e-3 : 1e-3; }
 
-void check(const ProblemConfig& cfg, int num_splits = 0, int64_t big = 0, int calls = 1, bool graph = false) {
+Result check(const ProblemConfig& cfg, int num_splits = 0, int64_t big = 0, int calls = 1, bool graph = false) {
   const Result r = run_case(cfg, num_splits, big, calls, graph);
   INFO(describe(cfg) << " kernel=" << r.kernel << " err=" << r.err << " lse_err=" << r.lse_err);
   CHECK(r.err <= tol(cfg));
   CHECK(r.lse_err <= 1e-3);
+  return r;
 }
 
 uint64_t g_seed = 1000;
@@ -199,13 +203,19 @@ TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
 // Below 16 splits one wave merges a row (fa_combine_warp_kernel), from 16 to 64 a block of
 // waves that share the splits (fa_combine_row_kernel), above that the generic block kernel;
 // each with a sink and the LSE, at head dims 80 and 128 (one float4 column of O per lane)
-// and 256 (two).
+// and 256 (two). The planner rounds a split to a multiple of 32 keys and recounts the splits
+// (dispatch.cu plan()): kv = 256·s − 37 gives a split length of 256 keys for every s here, so
+// exactly s splits run (kv = 4099 turned 16 and 64 into 15 and 43). The split count and the
+// combine kernel that ran are asserted.
 TEST_CASE("combine: wave, row-block and block merge, around the 16- and 64-split edges", "[attention]") {
   for (int D : {80, 128, 256}) {
     for (int splits : {2, 15, 16, 17, 64, 65, 100}) {
-      ProblemConfig c = base(D, D % 32 == 0 ? VFormat::q8_0 : VFormat::f16, 2, 8, 2, 4099);
+      ProblemConfig c = base(D, D % 32 == 0 ? VFormat::q8_0 : VFormat::f16, 2, 8, 2, 256 * splits - 37);
       c.sinks = true;
-      check(c, splits);
+      const Result r = check(c, splits);
+      INFO("D=" << D << " splits=" << splits << " ran " << r.kernel);
+      CHECK(r.choice.num_splits == splits);
+      CHECK(r.choice.combine == (splits < 16 ? "wave" : splits <= 64 ? "row_block" : "block"));
     }
   }
 }
@@ -233,29 +243,39 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
 // chunks per wave (most chunks move), 100 none. The q4_0, 16-row and D = 256 cases run the
 // static loop of the same source (their instances compile no counters).
 TEST_CASE("work moves between splits through claim counters", "[attention]") {
+  // claims: whether the planner gave the call claim counters (KernelChoice::claims); the
+  // instances built for it are the 4-row class with D <= 128 and V other than q4_0.
+  auto expect = [](const Result& r, bool claims, int splits) {
+    INFO("ran " << r.kernel);
+    CHECK(r.choice.claims == claims);
+    if (splits > 0) CHECK(r.choice.num_splits == splits);
+  };
   for (const char* pct : {"0", "50", "100"}) {
     setenv("PACKFA_STEAL_STATIC", pct, 1);
     INFO("PACKFA_STEAL_STATIC=" << pct);
+    // the bench's decode shape with the 33 splits the planner picks for q8_0 on the H200,
+    // asked for explicitly (other V formats may have another occupancy, so another count):
+    // 2144-key splits, 16 chunks per wave, the least that gets counters
     for (VFormat vf : {VFormat::q8_0, VFormat::f16, VFormat::q4_0, VFormat::q8_0_planar}) {
-      ProblemConfig c = base(128, vf, 1, 32, 8, 70000);  // the bench's decode shape, 33 splits
-      check(c, 0, 0, 3);
+      ProblemConfig c = base(128, vf, 1, 32, 8, 70000);
+      expect(check(c, 33, 0, 3), vf != VFormat::q4_0, 33);
     }
     ProblemConfig g = base(128, VFormat::q8_0, 1, 32, 8, 70000);
-    check(g, 0, 0, 3, true);
+    expect(check(g, 0, 0, 3, true), true, 0);  // the planner's own choice
     ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, 0);
     c.batch = 3;
     c.kv_lens = {20000, 700, 9001};  // the 700 keys fill one split, whose pool is empty
-    check(c, 8, 0, 3);
+    expect(check(c, 8, 0, 3), true, 8);
     c = base(128, VFormat::q8_0, 4, 8, 2, 30001);  // 16 rows, causal rows at the end
     c.window = 20000;
     c.mask = true;
-    check(c, 6, 0, 3);
+    expect(check(c, 6, 0, 3), false, 6);
     c = base(128, VFormat::f16, 1, 8, 2, 30001);  // the f16-K kernel
     c.k_format = KFormat::f16;
     c.sinks = true;
-    check(c, 5, 0, 3);
+    expect(check(c, 5, 0, 3), true, 5);
     c = base(256, VFormat::q8_0, 1, 8, 2, 30001);  // two waves per block
-    check(c, 4, 0, 3);
+    expect(check(c, 4, 0, 3), false, 4);
   }
   unsetenv("PACKFA_STEAL_STATIC");
 }
@@ -295,7 +315,12 @@ TEST_CASE("options: window, mask, softcap, sinks, ALiBi, positions, smoothing, b
     check(c);
     c = base(128, vf, 4, 8, 2, 1500);  // 16 rows: the tensor-core Q·K path on NVIDIA
     c.k_block = 16;
-    check(c);
+    {
+      const Result r = check(c);
+      INFO("ran " << r.kernel);
+      CHECK(r.choice.rows_per_block == 16);
+      CHECK(r.choice.mma_qk);
+    }
     c = base(96, vf, 4, 8, 2, 1500);
     c.softcap = 20.0f;
     c.window = 300;
@@ -308,7 +333,9 @@ TEST_CASE("options: window, mask, softcap, sinks, ALiBi, positions, smoothing, b
       c.softcap = 25.0f;
       c.sinks = true;
       c.alibi_max_bias = 4.0f;
-      check(c);
+      const Result r = check(c);
+      INFO("ran " << r.kernel);
+      CHECK(r.choice.mma_qk);
     }
     c = base(64, vf, 2, 8, 2, 1500);
     c.window = 64;

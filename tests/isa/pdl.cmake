@@ -12,7 +12,7 @@
 # Tests (label "isa"; the nvcc ones only with PACKFA_ENABLE_CUDA, no GPU needed):
 #   pdl_ptx_check_unit             checker unit tests on hand-written PTX
 #   pdl_ptx_check_planted_flagged  planted-bug kernels: exactly the bugs are flagged
-#   pdl_ptx_check_planted_fails    the plain check over the planted PTX fails (WILL_FAIL)
+#   pdl_ptx_check_planted_fails    the plain check over the planted PTX exits 1 (violations), exactly
 #   pdl_ptx_check_sm80_plain       compute_80 build of the same kernels has no griddepcontrol
 #   pdl_ptx_check_library          every enrolled packfa kernel passes
 
@@ -77,8 +77,9 @@ add_test(NAME pdl_ptx_check_planted_flagged
           --expect-flagged pdl_bug_read_before_wait
           --expect-flagged pdl_bug_no_wait
           --expect-flagged pdl_bug_exit_before_wait)
-add_test(NAME pdl_ptx_check_planted_fails COMMAND Python3::Interpreter ${_pdl_checker} ${_planted90})
-set_tests_properties(pdl_ptx_check_planted_fails PROPERTIES WILL_FAIL TRUE)
+# exit 1 (violations) exactly: a parse error (2) or an empty file (3) is not the expected failure
+add_test(NAME pdl_ptx_check_planted_fails
+  COMMAND Python3::Interpreter ${_pdl_isa_dir}/expect_rc.py 1 ${Python3_EXECUTABLE} ${_pdl_checker} ${_planted90})
 add_test(NAME pdl_ptx_check_sm80_plain COMMAND Python3::Interpreter ${_pdl_checker} --expect-plain ${_planted80})
 set_tests_properties(pdl_ptx_check_planted_flagged pdl_ptx_check_planted_fails pdl_ptx_check_sm80_plain
   PROPERTIES LABELS isa)

@@ -28,7 +28,8 @@ optionally +BYTE_OFFSET inside a by-value struct parameter (packfa kernels take 
 struct: `fa_kernel:0+24` allows loads through the pointer at byte 24 of param 0), or
 `sym:NAME` for a global symbol.
 
-Exit status: 0 clean; 1 violations (one message each); 2 usage / parse error.
+Exit status: 0 clean; 1 violations (one message each); 2 usage / parse error; 3 nothing was
+checked (no kernel in the files, or every kernel excluded): a check of nothing is no pass.
 --expect-flagged GLOB (repeatable) inverts: exit 0 iff the flagged kernels are exactly those
 matching the globs. --expect-plain: exit 0 iff no griddepcontrol instruction appears at all
 (a build for architectures below sm_90).
@@ -564,6 +565,9 @@ def main(argv: list[str]) -> int:
                 return 1
         kernels.extend(ks)
     if a.expect_plain:
+        if not kernels:
+            print(f"ptx_pdl_check: FAIL: no kernel in {len(a.ptx)} file(s): nothing was checked")
+            return 3
         print(f"ptx_pdl_check: ok: {len(a.ptx)} file(s), {len(kernels)} kernel(s), no griddepcontrol")
         return 0
 
@@ -596,6 +600,9 @@ def main(argv: list[str]) -> int:
     print(f"ptx_pdl_check: {n_checked} kernel(s) checked, {n_excluded} excluded, "
           f"{len(flagged)} flagged, {n_viol} violation(s)")
 
+    if n_checked == 0:
+        print(f"ptx_pdl_check: FAIL: no kernel checked ({len(kernels)} found, {n_excluded} excluded)")
+        return 3
     if a.expect_flagged:
         missing = [g for g in a.expect_flagged if not any(glob_match(g, k) for k in flagged)]
         unexpected = [k for k in flagged if not any(glob_match(g, k) for g in a.expect_flagged)]
@@ -607,8 +614,6 @@ def main(argv: list[str]) -> int:
             return 1
         print("ptx_pdl_check: self-test ok: exactly the planted bugs were flagged")
         return 0
-    if n_checked == 0 and not a.quiet:
-        print("ptx_pdl_check: note: no kernels checked")
     return 1 if flagged else 0
 
 

@@ -132,7 +132,7 @@ class Check(unittest.TestCase):
         self.assertEqual(run(body, "--allow", "k:k_param_0+0")[0], 0)
         self.assertEqual(run(body, "--allow", "k:0+8")[0], 1)
         self.assertEqual(run(body, "--allow", "other:0+0")[0], 1)
-        self.assertEqual(run(body, "--exclude", "k")[0], 0)
+        self.assertEqual(run(body, "--exclude", "k")[0], 3)  # every kernel excluded: nothing checked
 
     def test_global_symbol(self):
         body = "\tld.global.u32 %r2, [g_flag];\n\tgriddepcontrol.wait;\n"
@@ -157,6 +157,21 @@ class Check(unittest.TestCase):
         rc, out = run(body, "--allow", "k:0+0")
         self.assertEqual(rc, 1)
         self.assertIn("mem", out)
+
+    def test_nothing_checked_fails(self):
+        # a file without any .entry (e.g. a build that compiled the kernels out) is no pass
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+            f.write(".version 8.0\n.target sm_90\n.address_size 64\n")
+            path = f.name
+        out = io.StringIO()
+        try:
+            with redirect_stdout(out):
+                self.assertEqual(chk.main([path, "-q"]), 3)
+                self.assertEqual(chk.main([path, "--expect-plain"]), 3)
+                self.assertEqual(chk.main([path, "--expect-flagged", "k"]), 3)
+        finally:
+            os.unlink(path)
+        self.assertIn("no kernel", out.getvalue())
 
     def test_expect_flagged(self):
         body = "\tld.global.u32 %r2, [%rd7];\n"

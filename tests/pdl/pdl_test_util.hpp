@@ -60,6 +60,15 @@ inline bool device_has_pdl_hw(int* major = nullptr, int* minor = nullptr) {
   return ma >= 9;
 }
 
+// PDL must be active for a PDL-aware kernel of these binaries (built with sm_90 / compute_90
+// code, tests/pdl/CMakeLists.txt) on a CC >= 9.0 device unless PACKFA_PDL switches it off:
+// there an inactive decision is a failure, not a vacuous pass. Below CC 9.0 the tests that
+// need it return early (nothing to test).
+inline bool pdl_expected_active() {
+  const packfa::pdl::EnvMode m = packfa::pdl::env_mode();
+  return device_has_pdl_hw() && m != packfa::pdl::EnvMode::off && m != packfa::pdl::EnvMode::invalid;
+}
+
 // Device buffers for the chain tests: in (pattern), mid, mid2, out; n uint32 each.
 struct ChainBuffers {
   int n = 0;
