@@ -589,9 +589,53 @@ ChainResult chain_bench(int reps) {
 
 }  // namespace
 
+// Host cost of one call (CPU µs, the GPU kept busy elsewhere): validate() alone, and
+// fa_packed16_forward's whole enqueue (validation, planning, the pointer check of
+// PACKFA_CHECK_POINTERS, the launch). A decode step calls attention once per layer.
+void host_overhead() {
+  const int D = 128, G = 8, H = 32, kv = 256;
+  void *q, *o, *k, *s, *v;
+  int32_t* len;
+  CK(cudaMalloc(&q, H * D * 2));
+  CK(cudaMalloc(&o, H * D * 2));
+  CK(cudaMalloc(&k, kv * G * D));
+  CK(cudaMalloc(&s, kv * G * 8));
+  CK(cudaMalloc(&v, kv * G * 136));
+  CK(cudaMalloc(&len, 4));
+  CK(cudaMemcpy(len, &kv, 4, cudaMemcpyHostToDevice));
+  CK(cudaMemset(k, 0, kv * G * D));
+  CK(cudaMemset(s, 0, kv * G * 8));
+  CK(cudaMemset(v, 0, kv * G * 136));
+  AttnParams p;
+  p.n_q_heads = H; p.n_kv_heads = G; p.head_dim = D; p.max_kv_len = kv;
+  p.q = {DType::f16, q, H * D, H * D, D};
+  p.o = {DType::f16, o, H * D, H * D, D};
+  p.k.data = k; p.k.data_strides = {0, G * D, D};
+  p.k.scales = s; p.k.scale_strides = {0, G * 8, 8};
+  p.v = {VFormat::q8_0, v, {0, G * 136, 136}};
+  p.kv_len = len;
+  p.num_splits = 1;
+  const int n = 4000;
+  auto per_call = [&](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) f();
+    CK(cudaDeviceSynchronize());
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+  };
+  for (int i = 0; i < 100; ++i) PK(fa_packed16_forward(p, nullptr));
+  CK(cudaDeviceSynchronize());
+  const double v_us = per_call([&] { PK(validate(p)); });
+  const double f_us = per_call([&] { PK(fa_packed16_forward(p, nullptr)); });
+  const char* env = std::getenv("PACKFA_CHECK_POINTERS");
+  std::printf("host: validate %.3f us per call; fa_packed16_forward %.3f us per call (enqueue + GPU, kv 256; "
+              "PACKFA_CHECK_POINTERS=%s)\n", v_us, f_us, env ? env : "1 (default)");
+  for (void* x : {q, o, k, s, v}) cudaFree(x);
+  cudaFree(len);
+}
+
 int main(int argc, char** argv) {
   std::string json;
-  bool quick = false, chain_only = false;
+  bool quick = false, chain_only = false, host_only = false;
   int reps = 60, only_kv = 0, only_nq = 0, only_d = 0;
   std::string only_v;
   bool no_base = false;
@@ -607,11 +651,13 @@ int main(int argc, char** argv) {
                           "  --quick       fewer cases; --chain-only: only the pack -> attention -> combine chain\n"
                           "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
                           "  --trace       per-block timeline of one more call (PACKFA_TRACE builds)\n"
-                          "  --paged N     read the cache as scrambled pages of N slots (16, 32, 64, 128, 256)\n");
+                          "  --paged N     read the cache as scrambled pages of N slots (16, 32, 64, 128, 256)\n"
+                          "  --host-overhead  only the host cost of one call (validate, forward enqueue)\n");
   ap.text("--json", &json)
       .flag("--quick", &quick)
       .integer("--reps", &reps, 50, 100000)
       .flag("--chain-only", &chain_only)
+      .flag("--host-overhead", &host_only)
       .integer("--kv", &only_kv, 1, INT32_MAX)
       .integer("--nq", &only_nq, 1, 16)
       .integer("--d", &only_d, 1, 1024)
@@ -652,6 +698,10 @@ int main(int argc, char** argv) {
   if (!dev.present) {  // asked to measure, nothing to measure on: a failure, not a pass
     std::fprintf(stderr, "packfa-bench: no GPU to measure on: %s\n", dev.why_absent.c_str());
     return 1;
+  }
+  if (host_only) {
+    host_overhead();
+    return 0;
   }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
