@@ -14,7 +14,25 @@ also just an NHD view with other strides, e.g. ``cache_hnd.transpose(-3, -2)``):
 strides {seq, slot, head} come from the tensors' own strides.
 """
 
+import functools
 import math
+import threading
+
+# While a plan runs for a fake / meta implementation (pointers=False), "meta" counts as a device:
+# torch < 2.2 traces with meta tensors (a Meta kernel), later versions with fake CUDA tensors.
+_FAKE = threading.local()
+
+
+def _fake_aware(fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        prev = getattr(_FAKE, "on", False)
+        _FAKE.on = not k.get("pointers", True)
+        try:
+            return fn(*a, **k)
+        finally:
+            _FAKE.on = prev
+    return wrapper
 
 HEAD_DIMS = (64, 80, 96, 112, 128, 256)
 PAGE_SIZES = (16, 32, 64, 128, 256)
@@ -71,7 +89,7 @@ def _tensor(name, t, dtypes, device=None, dims=None, optional=False):
     dn = dtype_name(t)
     if dn not in dtypes:
         raise _te(name, "must have dtype %s, got %s" % (" or ".join("torch." + d for d in dtypes), "torch." + dn))
-    if t.device.type != "cuda":
+    if t.device.type != "cuda" and not (t.device.type == "meta" and getattr(_FAKE, "on", False)):
         raise _ve(name, "must be on a CUDA device, got %s" % (t.device,))
     if device is not None and t.device.index != device.index:
         raise _ve(name, "must be on %s (the device of q), got %s" % (device, t.device))
@@ -243,6 +261,7 @@ def _k_planes(k_cache, k_scales, head_dim, device, layout, dims, pointers, name=
 
 # ---- attention -------------------------------------------------------------------------------
 
+@_fake_aware
 def attention_plan(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=None, block_table=None,
                    page_size=0, layout="NHD", q_pos=None, causal=True, window=0, mask=None, softcap=0.0,
                    sinks=None, alibi_max_bias=0.0, alibi_mode="position", scale=None, dot="int8", out=None,
@@ -468,6 +487,7 @@ def _slots(slot_mapping, n_tokens, base_slot, device, pointers):
     return _ptr(slot_mapping, pointers), base_slot
 
 
+@_fake_aware
 def pack_k_plan(k_new, k_cache, k_scales, slot_mapping, *, page_size=0, layout="NHD", base_slot=0,
                 smooth_shift=None, smooth_scale=None, counters=None, pdl=-1, pointers=True):
     """Checks of packfa.torch.pack_k_; returns packfa.PackKParams kwargs."""
@@ -518,6 +538,7 @@ def pack_k_plan(k_new, k_cache, k_scales, slot_mapping, *, page_size=0, layout="
     )
 
 
+@_fake_aware
 def quantize_v_plan(v_new, v_cache, slot_mapping, *, v_format=None, v_scales=None, page_size=0, layout="NHD",
                     base_slot=0, pdl=-1, pointers=True):
     """Checks of packfa.torch.quantize_v_; returns packfa.QuantizeVParams kwargs."""

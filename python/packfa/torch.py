@@ -203,7 +203,10 @@ def _register():
         except Exception as e:  # noqa: BLE001 - fall back to the older API below
             errors.append("custom_op: %s" % e)
     try:
-        lib = torch.library.Library("packfa", "FRAGMENT")
+        try:
+            lib = torch.library.Library("packfa", "FRAGMENT")
+        except Exception:  # noqa: BLE001 - torch < 2.0 knows only DEF
+            lib = torch.library.Library("packfa", "DEF")
         _KEEP.append(lib)
         for name, (schema, _, impl, fake) in _SCHEMAS.items():
             lib.define(name + schema)
@@ -211,8 +214,12 @@ def _register():
             abstract = getattr(torch.library, "register_fake", None) or getattr(torch.library, "impl_abstract", None)
             if abstract is not None:
                 abstract("packfa::" + name, lib=lib)(fake)
-            else:
+            else:  # torch < 2.1: a Meta kernel (torch 1.x has no autograd fallthrough for Meta: register it there too)
                 lib.impl(name, fake, "Meta")
+                try:
+                    lib.impl(name, fake, "AutogradMeta")
+                except Exception:  # noqa: BLE001
+                    pass
         return "library"
     except Exception as e:  # noqa: BLE001
         errors.append("Library: %s" % e)
@@ -220,7 +227,8 @@ def _register():
 
 
 REGISTRATION = _register()
-_OPS = torch.ops.packfa if REGISTRATION in ("custom_op", "library", "existing") else None
+_HAVE_OPS = REGISTRATION in ("custom_op", "library", "existing")
+_OPS = torch.ops.packfa if _HAVE_OPS else None
 
 if hasattr(torch, "compiler") and hasattr(torch.compiler, "is_compiling"):
     _is_compiling = torch.compiler.is_compiling
@@ -233,7 +241,7 @@ else:  # torch < 2.3
 
 
 def _via_op():
-    return _OPS is not None and _is_compiling()
+    return _HAVE_OPS and _is_compiling()
 
 
 def _empty(dtype, device):
@@ -256,22 +264,31 @@ def attention(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=
     max_kv_len: host bound of kv_len (plans the split; default the cache capacity — pass the
     real bound for short sequences in a long cache). Shapes and the rest: the module docstring.
     """
-    _args._tensor("q", q, ("float16", "bfloat16", "float32"), None, (4,))
+    if not isinstance(q, torch.Tensor):
+        raise TypeError("q: must be a torch.Tensor, got %s" % type(q).__name__)
+    if q.dim() != 4:
+        raise ValueError("q: must have 4 dims [batch, nq, n_q_heads, head_dim], got shape %s" % (list(q.shape),))
     dev = q.device
-    # scalars first (named errors; the op schema then gets exact Python types)
-    if not isinstance(causal, bool):
-        raise TypeError("causal: must be a bool, got %s" % type(causal).__name__)
-    v_format = "" if v_format is None else _args._choice("v_format", v_format, _args.V_FORMATS)
-    layout = _args._choice("layout", layout, _args.LAYOUTS)
-    alibi_mode = _args._choice("alibi_mode", alibi_mode, _args.ALIBI_MODES)
-    dot = _args._choice("dot", dot, _args.DOTS)
-    page_size, window = _args._int("page_size", page_size, 0), _args._int("window", window, 0)
-    num_splits = _args._int("num_splits", num_splits, 0)
-    max_kv_len = 0 if max_kv_len is None else _args._int("max_kv_len", max_kv_len, 1)
-    softcap, alibi_max_bias = _args._float("softcap", softcap), _args._float("alibi_max_bias", alibi_max_bias)
-    scale = 0.0 if scale is None else _args._float("scale", scale, allow_zero=False)
-    if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
-        raise ValueError("pdl: must be -1 (auto), 0 or 1, got %r" % (pdl,))
+    compiling = _via_op()
+    if not compiling:  # scalars first, with named errors (under torch.compile the fake impl checks them)
+        if not isinstance(causal, bool):
+            raise TypeError("causal: must be a bool, got %s" % type(causal).__name__)
+        if v_format is not None:
+            _args._choice("v_format", v_format, _args.V_FORMATS)
+        _args._choice("layout", layout, _args.LAYOUTS)
+        _args._choice("alibi_mode", alibi_mode, _args.ALIBI_MODES)
+        _args._choice("dot", dot, _args.DOTS)
+        _args._int("page_size", page_size, 0)
+        _args._int("window", window, 0)
+        _args._int("num_splits", num_splits, 0)
+        if max_kv_len is not None:
+            _args._int("max_kv_len", max_kv_len, 1)
+        _args._float("softcap", softcap)
+        _args._float("alibi_max_bias", alibi_max_bias)
+        if scale is not None:
+            _args._float("scale", scale, allow_zero=False)
+        if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
+            raise ValueError("pdl: must be -1 (auto), 0 or 1, got %r" % (pdl,))
     if out is None:
         out = torch.empty(q.shape, dtype=out_dtype if out_dtype is not None else q.dtype, device=dev)
     elif out_dtype is not None and out.dtype != out_dtype:
@@ -281,9 +298,10 @@ def attention(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=
     if errors is None:
         errors = _empty(torch.int32, dev)
     args = (q, k_cache, k_scales, v_cache, v_scales, kv_len, out, lse, errors, block_table, q_pos, mask, sinks,
-            k_smooth_scale, v_format, layout, int(page_size), int(max_kv_len), causal, int(window), softcap,
-            alibi_max_bias, alibi_mode, scale, dot, int(num_splits), int(pdl))
-    if _via_op():
+            k_smooth_scale, v_format or "", layout, int(page_size), int(max_kv_len or 0), causal, int(window),
+            float(softcap), float(alibi_max_bias), alibi_mode, 0.0 if scale is None else float(scale), dot,
+            int(num_splits), int(pdl))
+    if compiling:
         _OPS.attention(*args)
     else:
         _attention_impl(*args)
@@ -298,16 +316,18 @@ def pack_k_(k_new, k_cache, k_scales, slot_mapping=None, *, page_size=0, layout=
     paged [pages, page_size, n_kv_heads, D] with page_size set; k_scales alike with D/32 (or D/16).
     smooth_shift / smooth_scale: optional fp32 [n_kv_heads, D] (docs/format.md, K smoothing);
     counters: optional int32 [2] (non-finite inputs, clamped scales), added to."""
-    page_size, base_slot = _args._int("page_size", page_size, 0), _args._int("base_slot", base_slot, 0)
-    layout = _args._choice("layout", layout, _args.LAYOUTS)
-    if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
-        raise ValueError("pdl: must be -1 (auto), 0 or 1, got %r" % (pdl,))
-    dev = getattr(k_cache, "device", None)
-    if counters is None and dev is not None:
-        counters = _empty(torch.int32, dev)
+    compiling = _via_op()
+    if not compiling:
+        _args._int("page_size", page_size, 0)
+        _args._int("base_slot", base_slot, 0)
+        _args._choice("layout", layout, _args.LAYOUTS)
+        if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
+            raise ValueError("pdl: must be -1 (auto), 0 or 1, got %r" % (pdl,))
+    if counters is None and isinstance(k_cache, torch.Tensor):
+        counters = _empty(torch.int32, k_cache.device)
     args = (k_new, k_cache, k_scales, counters, slot_mapping, smooth_shift, smooth_scale, int(page_size), layout,
             int(base_slot), int(pdl))
-    if _via_op():
+    if compiling:
         _OPS.pack_k(*args)
     else:
         _pack_k_impl(*args)
@@ -318,16 +338,19 @@ def quantize_v_(v_new, v_cache, slot_mapping=None, *, v_format=None, v_scales=No
     """Writes v_new [n_tokens, n_kv_heads, D] into the V cache at slot_mapping, in place: q8_0 /
     q4_0 blocks (uint8 rows), q8_0_planar (int8 rows + v_scales), or an f16 / bf16 copy. Cache
     shapes as pack_k_."""
-    v_format = "" if v_format is None else _args._choice("v_format", v_format, _args.V_FORMATS)
-    page_size, base_slot = _args._int("page_size", page_size, 0), _args._int("base_slot", base_slot, 0)
-    layout = _args._choice("layout", layout, _args.LAYOUTS)
-    if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
-        raise ValueError("pdl: must be -1 (auto), 0 or 1, got %r" % (pdl,))
-    dev = getattr(v_cache, "device", None)
-    if v_scales is None and dev is not None:
-        v_scales = _empty(torch.float16, dev)
-    args = (v_new, v_cache, v_scales, slot_mapping, v_format, int(page_size), layout, int(base_slot), int(pdl))
-    if _via_op():
+    compiling = _via_op()
+    if not compiling:
+        if v_format is not None:
+            _args._choice("v_format", v_format, _args.V_FORMATS)
+        _args._int("page_size", page_size, 0)
+        _args._int("base_slot", base_slot, 0)
+        _args._choice("layout", layout, _args.LAYOUTS)
+        if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
+            raise ValueError("pdl: must be -1 (auto), 0 or 1, got %r" % (pdl,))
+    if v_scales is None and isinstance(v_cache, torch.Tensor):
+        v_scales = _empty(torch.float16, v_cache.device)
+    args = (v_new, v_cache, v_scales, slot_mapping, v_format or "", int(page_size), layout, int(base_slot), int(pdl))
+    if compiling:
         _OPS.quantize_v(*args)
     else:
         _quantize_v_impl(*args)
