@@ -115,7 +115,8 @@ def _last_contiguous(name, shape, strides):
 
 def _int(name, v, lo=None, hi=None):
     # bool is an int subclass but never a count; other integer types (numpy, SymInt) have __index__
-    if isinstance(v, (bool, float)) or not (isinstance(v, int) or hasattr(v, "__index__")):
+    if isinstance(v, (bool, float)) or not (isinstance(v, int) or hasattr(v, "__index__") or
+                                            type(v).__name__ == "SymInt"):
         raise _te(name, "must be an int, got %s" % type(v).__name__)
     if lo is not None and v < lo:
         raise _ve(name, "must be >= %d, got %s" % (lo, v))
