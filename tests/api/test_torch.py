@@ -13,8 +13,8 @@
    bitwise equal to the eager steps, twice.
 5. torch.compile(fullgraph=True) of a step calling all three runs (no graph break) and equals eager.
 6. torch.library.opcheck of the three ops (when torch has it).
---pending (or PACKFA_TEST_PENDING=1) adds the cases whose kernel side is still being written:
-paged caches with a block table / slot_mapping, ggml ALiBi (llama.cpp's mask), per-head masks.
+7. Paged caches with a block table / slot_mapping (-1 skips), ggml ALiBi (llama.cpp's mask) and
+   per-head masks against the same fp32 reference.
 """
 import os
 import sys
@@ -36,7 +36,7 @@ import packfa.torch as pft  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 pft.load_library(args[0] if args else None)
-PENDING = "--pending" in sys.argv or os.environ.get("PACKFA_TEST_PENDING") == "1"
+PENDING = True  # the kernel side of paged caches / ggml ALiBi / per-head masks has landed
 DEV = torch.device("cuda", torch.cuda.current_device())
 print("torch %s, %s, registration: %s" % (torch.__version__, torch.cuda.get_device_name(DEV), pft.REGISTRATION))
 
@@ -479,11 +479,9 @@ def library_opcheck():
                            "NHD", 0, -1))
 
 
-# ---- pending kernel side: paged caches, ggml ALiBi, per-head masks ---------------------------------------------
+# ---- paged caches, ggml ALiBi, per-head masks ---------------------------------------------
 @test
-def paged_and_ggml_pending():
-    if not PENDING:
-        raise Skip("paged KV / ggml ALiBi / per-head mask kernels pending; --pending runs them")
+def paged_and_ggml():
     B, HQ, G, D, ps, maxp, pool = 2, 16, 4, 128, 16, 16, 40
     lens = [100, 230]
     g = gen(21)
