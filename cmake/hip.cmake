@@ -3,7 +3,11 @@
 # Sets PACKFA_HIP_TOOLCHAIN_FOUND and defines
 #   packfa_add_hip_library(<target> SOURCES <.hip...> INCLUDE_DIRS <dirs...> [DEFINES <defs...>])
 # which makes a STATIC library from .hip sources compiled for ${PACKFA_HIP_TARGETS}, with an
-# INTERFACE link to the HIP runtime (libamdhip64) so that its consumers link.
+# INTERFACE link to the HIP runtime (libamdhip64) so that its consumers link, and
+#   packfa_add_hip_code_objects(<target> SOURCES <.hip...> INCLUDE_DIRS <dirs...> ARCHS <gfx...>
+#                               OUTPUTS <var> [DEFINES <defs...>])
+# which compiles device code only (no host pass: the ISA gates' extra instance set) into offload
+# bundles, one per source, built by the custom target <target>; <var> receives their paths.
 #
 # Two paths:
 #  * standard: a ROCm 6.x install whose hip-lang config CMake finds -> enable_language(HIP),
@@ -226,4 +230,49 @@ function(packfa_add_hip_library target)
   add_library(${target} STATIC ${objects})
   set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
   target_link_libraries(${target} INTERFACE ${PACKFA_AMDHIP64_LIBRARY})
+endfunction()
+
+# Device code only, one offload bundle per source (for the ISA gates; nothing links these).
+function(packfa_add_hip_code_objects target)
+  cmake_parse_arguments(PARSE_ARGV 1 A "" "OUTPUTS" "SOURCES;INCLUDE_DIRS;DEFINES;ARCHS")
+  if(NOT PACKFA_HIP_TOOLCHAIN_FOUND OR NOT A_ARCHS OR NOT A_OUTPUTS)
+    message(FATAL_ERROR "packfa_add_hip_code_objects(${target} SOURCES .. ARCHS <gfx..> OUTPUTS <var>): needs a HIP toolchain")
+  endif()
+  if(PACKFA_HIP_MODE STREQUAL "shim")
+    _packfa_hip_device_libs(devlibs)
+    set(compiler ${PACKFA_HIP_CLANG})
+    set(flags --rocm-device-lib-path=${devlibs})
+  else()
+    set(compiler ${CMAKE_HIP_COMPILER})
+    set(flags)
+  endif()
+  list(APPEND flags -x hip -std=c++17 -O3 -fno-gpu-rdc --cuda-device-only)
+  foreach(arch ${A_ARCHS})
+    list(APPEND flags --offload-arch=${arch})
+  endforeach()
+  foreach(d __HIP_PLATFORM_AMD__=1 PACKFA_PDL=0 ${A_DEFINES})
+    list(APPEND flags -D${d})
+  endforeach()
+  foreach(dir ${A_INCLUDE_DIRS})
+    list(APPEND flags -I${dir})
+  endforeach()
+  set(launcher)
+  if(PACKFA_CCACHE)
+    set(launcher ${PACKFA_CCACHE})
+  endif()
+  set(objects)
+  foreach(src ${A_SOURCES})
+    get_filename_component(abs ${src} ABSOLUTE)
+    get_filename_component(stem ${src} NAME_WE)
+    set(obj ${CMAKE_CURRENT_BINARY_DIR}/${target}/${stem}.co)
+    add_custom_command(OUTPUT ${obj}
+      COMMAND ${launcher} ${compiler} ${flags} -MD -MF ${obj}.d -c ${abs} -o ${obj}
+      MAIN_DEPENDENCY ${abs}
+      DEPFILE ${obj}.d
+      COMMENT "HIP device code ${stem} (${A_ARCHS})"
+      VERBATIM COMMAND_EXPAND_LISTS)
+    list(APPEND objects ${obj})
+  endforeach()
+  add_custom_target(${target} ALL DEPENDS ${objects})
+  set(${A_OUTPUTS} ${objects} PARENT_SCOPE)
 endfunction()

@@ -1,24 +1,56 @@
-# Kernel instance sources for one backend ("cuda" -> kernels/*.cu, "hip" -> kernels/*.hip).
-# Each instance file only instantiates device templates of include/packfa/device/.
-# PACKFA_INSTANCES=lean (CI) keeps every head dim but compiles fewer variants per head dim;
-# PACKFA_INSTANCES=demo (`./packfa demo` on a GPU) registers only the two D = 128 kernels the
-# demo calls, the other head-dim units compile to empty registrations (the dispatcher still
-# links them and answers "not compiled" for the rest). See include/packfa/device/fa_instances.hpp.
-function(packfa_kernel_sources backend out)
+# Kernel instance sources for one backend ("cuda" -> kernels/*.cu, "hip" -> kernels/*.hip,
+# each .hip including its .cu twin). Each instance file only instantiates device templates of
+# include/packfa/device/. The head dims come from the instance table itself
+# (include/packfa/device/fa_instances.hpp, kHeadDims): one unit kernels/fa_d<D>.cu per entry.
+# PACKFA_INSTANCES=lean (CI) keeps every head dim but compiles fewer variants per head dim
+# (fa_in_lean_set() in the same header).
+set(PACKFA_INSTANCE_TABLE ${PROJECT_SOURCE_DIR}/include/packfa/device/fa_instances.hpp)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PACKFA_INSTANCE_TABLE})
+
+# PACKFA_HEAD_DIMS: the table's head dims, as a CMake list.
+function(packfa_read_head_dims out)
+  file(STRINGS ${PACKFA_INSTANCE_TABLE} line REGEX "^constexpr int kHeadDims\\[\\] = {[0-9, ]+};")
+  if(NOT line MATCHES "{([0-9, ]+)}")
+    message(FATAL_ERROR "packfa: no 'constexpr int kHeadDims[] = {...};' line in ${PACKFA_INSTANCE_TABLE}")
+  endif()
+  string(REGEX REPLACE "[ ]*,[ ]*" ";" dims "${CMAKE_MATCH_1}")
+  string(STRIP "${dims}" dims)
+  set(${out} ${dims} PARENT_SCOPE)
+endfunction()
+packfa_read_head_dims(PACKFA_HEAD_DIMS)
+
+# Instance units only (kernels/fa_d<D>.<ext> and fa_d<D>_paged.<ext> for every table head dim).
+function(packfa_fa_unit_sources backend out)
   if(backend STREQUAL "cuda")
     set(ext cu)
   else()
     set(ext hip)
   endif()
   set(srcs)
-  foreach(d 64 80 96 112 128 256)
-    list(APPEND srcs ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}.${ext} ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}_paged.${ext})
+  foreach(d ${PACKFA_HEAD_DIMS})
+    set(src ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}.${ext})
+    if(NOT EXISTS ${src})
+      message(FATAL_ERROR "packfa: the instance table lists head dim ${d}; add ${src} "
+        "(kernels/fa_d${d}.cu: PACKFA_FA_UNIT(${d}); kernels/fa_d${d}.hip: #include \"fa_d${d}.cu\")")
+    endif()
+    list(APPEND srcs ${src} ${PROJECT_SOURCE_DIR}/kernels/fa_d${d}_paged.${ext})
   endforeach()
+  set(${out} ${srcs} PARENT_SCOPE)
+endfunction()
+
+# Every kernel source of the library: instance units, probe, pack, combine.
+function(packfa_kernel_sources backend out)
+  packfa_fa_unit_sources(${backend} srcs)
+  if(backend STREQUAL "cuda")
+    set(ext cu)
+  else()
+    set(ext hip)
+  endif()
   list(APPEND srcs ${PROJECT_SOURCE_DIR}/kernels/probe.${ext} ${PROJECT_SOURCE_DIR}/kernels/pack.${ext}
     ${PROJECT_SOURCE_DIR}/kernels/combine.${ext})
   if(PACKFA_INSTANCES STREQUAL "lean")
     set_source_files_properties(${srcs} PROPERTIES COMPILE_DEFINITIONS PACKFA_LEAN_INSTANCES=1)
-  elseif(PACKFA_INSTANCES STREQUAL "demo")
+  elseif(PACKFA_INSTANCES STREQUAL "demo")  # `./packfa demo` on a GPU: the demo's two kernels
     set_source_files_properties(${srcs} PROPERTIES COMPILE_DEFINITIONS PACKFA_DEMO_INSTANCES=1)
   endif()
   set(${out} ${srcs} PARENT_SCOPE)

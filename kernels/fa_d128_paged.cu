@@ -1,4 +1,5 @@
-// Paged-KV instances of the attention split kernel for head_dim 128 (api.hpp PagedKV).
+// Paged-KV instances of the attention split kernel for head_dim 128 (api.hpp PagedKV): the
+// entries of the instance table (include/packfa/device/fa_instances.hpp) with this head dim.
 #include "packfa/device/fa_instances.hpp"
 
-void packfa::register_fa_d128_paged(FaRegistry& reg) { register_fa_head_dim<128, true>(reg); }
+PACKFA_FA_PAGED_UNIT(128)

@@ -1,4 +1,1 @@
-// Instances of the attention split kernel for head_dim 80 (all V formats, Q·K modes, row classes).
-#include "packfa/device/fa_instances.hpp"
-
-void packfa::register_fa_d80(FaRegistry& reg) { register_fa_head_dim<80>(reg); }
+#include "fa_d80.cu"  // the same unit, compiled for HIP

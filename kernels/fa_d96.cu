@@ -1,4 +1,5 @@
-// Instances of the attention split kernel for head_dim 96 (all V formats, Q·K modes, row classes).
+// Instances of the attention split kernel for head_dim 96: the entries of the instance table
+// (include/packfa/device/fa_instances.hpp) with this head dim.
 #include "packfa/device/fa_instances.hpp"
 
-void packfa::register_fa_d96(FaRegistry& reg) { register_fa_head_dim<96>(reg); }
+PACKFA_FA_UNIT(96)

@@ -1,10 +1,1 @@
-// Paged-KV instances of the attention split kernel for head_dim 96 (api.hpp PagedKV).
-#include "packfa/device/fa_instances.hpp"
-
-void packfa::register_fa_d96_paged(FaRegistry& reg) {
-#if !defined(PACKFA_LEAN_INSTANCES)  // lean (CI): paged instances at D = 128 only
-  register_fa_head_dim<96, true>(reg);
-#else
-  (void)reg;
-#endif
-}
+#include "fa_d96_paged.cu"  // the same unit, compiled for HIP

@@ -54,18 +54,7 @@ Status gpu_error(const char* what, decltype(GPU(Success)) e) {
 const FaRegistry& registry() {
   static FaRegistry* reg = [] {
     auto* r = new FaRegistry();
-    register_fa_d64(*r);
-    register_fa_d80(*r);
-    register_fa_d96(*r);
-    register_fa_d112(*r);
-    register_fa_d128(*r);
-    register_fa_d256(*r);
-    register_fa_d64_paged(*r);
-    register_fa_d80_paged(*r);
-    register_fa_d96_paged(*r);
-    register_fa_d112_paged(*r);
-    register_fa_d128_paged(*r);
-    register_fa_d256_paged(*r);
+    register_fa_all(*r);  // every instance unit of the table (device/fa_instances.hpp)
     return r;
   }();
   return *reg;

@@ -1,8 +1,9 @@
 // tools/fa_layout_table.cpp — prints the attention kernel's shared-memory layout for every
-// instance shape and both backends as JSON (docs/rdna.md's LDS column comes from here).
+// instance of the full table (device/fa_instances.hpp) on both backends as JSON (docs/rdna.md's
+// LDS column comes from here). "rows" is the instance's rows per block, "row_class" its class.
 #include <cstdio>
-#include <initializer_list>
 
+#include "packfa/device/fa_instances.hpp"
 #include "packfa/device/fa_layout.hpp"
 
 int main() {
@@ -11,17 +12,20 @@ int main() {
   const char* qnames[] = {"packed16_int8", "packed16_f16", "f16k"};
   std::printf("[\n");
   bool first = true;
-  for (const char* backend : {"cuda", "hip"}) {
-    const FaBudget budget = backend[0] == 'c' ? kFaCudaBudget : kFaHipBudget;
-    for (int d : {64, 80, 96, 112, 128, 256})
-      for (int v = 0; v < kNumVFormats; ++v)
-        for (int q = 0; q < 3; ++q)
-          for (int r : {4, 16}) {
-            if (d % 32 && v_is_blocked(static_cast<VFormat>(v))) continue;
-            const FaLayout l = fa_layout(d, static_cast<VFormat>(v), static_cast<QKMode>(q), r, budget);
-            std::printf("%s {\"backend\":\"%s\",\"head_dim\":%d,\"v\":\"%s\",\"qk\":\"%s\",\"rows\":%d,"
-                        "\"waves\":%d,\"smem_bytes\":%d,\"fits\":%s}",
-                        first ? "" : ",\n", backend, d, vnames[v], qnames[q], r, l.waves, l.smem_bytes,
+  for (const FaBackend be : {FaBackend::cuda, FaBackend::hip}) {
+    const FaBudget budget = be == FaBackend::cuda ? kFaCudaBudget : kFaHipBudget;
+    for (const int d : kHeadDims)
+      for (const VFormat vf : kFaVFormats)
+        for (const QKMode qk : kFaQKModes)
+          for (int rc = 0; rc < kNumRowClasses; ++rc) {
+            if (!fa_built(be, d, vf, qk, rc, false, FaSet::all)) continue;
+            const int r = fa_rows_per_block(be, d, vf, qk, rc);
+            const FaLayout l = fa_layout(d, vf, qk, r, budget);
+            std::printf("%s {\"backend\":\"%s\",\"head_dim\":%d,\"v\":\"%s\",\"qk\":\"%s\",\"row_class\":%d,"
+                        "\"rows\":%d,\"lean\":%s,\"waves\":%d,\"smem_bytes\":%d,\"fits\":%s}",
+                        first ? "" : ",\n", be == FaBackend::cuda ? "cuda" : "hip", d,
+                        vnames[static_cast<int>(vf)], qnames[static_cast<int>(qk)], kRowClasses[rc], r,
+                        fa_in_lean_set(d, vf, qk, rc, false) ? "true" : "false", l.waves, l.smem_bytes,
                         l.fits ? "true" : "false");
             first = false;
           }

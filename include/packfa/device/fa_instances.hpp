@@ -1,17 +1,87 @@
 // packfa/device/fa_instances.hpp — the instance table: which kernels a build contains.
 //
-// A kernel instance is fixed by what changes its inner loop: head dim, V format, Q·K mode
-// and the row class (max query rows per block). Instance files (kernels/fa_d*.cu|hip) call
-// register_fa_head_dim<D>() once; the dispatcher looks entries up and can answer
-// "not compiled" for a hole without crashing.
+// A kernel instance is fixed by what changes its inner loop: head dim, V format, Q·K mode,
+// the row class (most query rows one block serves) and the cache layout (contiguous or paged,
+// api.hpp PagedKV). This file is the one list: the registry and the dispatcher index by it,
+// tools/fa_layout_table prints it, and cmake/kernels.cmake reads kHeadDims from it to pick the
+// instance units (per head dim kernels/fa_d<D>.cu, a PACKFA_FA_UNIT(D) line, and
+// kernels/fa_d<D>_paged.cu, PACKFA_FA_PAGED_UNIT(D): two units so the builds run in parallel;
+// each .hip includes its .cu twin).
+// The table part is plain constexpr C++ (host tools use it); registration needs a GPU compiler.
 #pragma once
 
-#include "packfa/device/fa_packed16.hpp"
+#include <cstddef>
+#include <utility>
+
+#include "packfa/device/arch.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/format.hpp"
 
 namespace packfa {
 
+// cmake/kernels.cmake parses this line (keep it on one line): one instance unit per entry.
+constexpr int kHeadDims[] = {64, 80, 96, 112, 128, 256};
+constexpr int kNumHeadDims = static_cast<int>(sizeof(kHeadDims) / sizeof(kHeadDims[0]));
+constexpr VFormat kFaVFormats[] = {VFormat::f16, VFormat::bf16, VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar};
+constexpr QKMode kFaQKModes[] = {QKMode::packed16_int8, QKMode::packed16_f16, QKMode::f16};
+constexpr int kNumQKModes = static_cast<int>(sizeof(kFaQKModes) / sizeof(kFaQKModes[0]));
+// Row classes: the dispatcher takes the first class whose bound holds the rows and that is
+// compiled (else any compiled class), and runs the rows in groups of the instance's
+// rows_per_block (fa_rows_per_block below: may be smaller than the bound).
+constexpr int kRowClasses[] = {4, 16};
+constexpr int kNumRowClasses = static_cast<int>(sizeof(kRowClasses) / sizeof(kRowClasses[0]));
+static_assert(sizeof(kFaVFormats) / sizeof(kFaVFormats[0]) == kNumVFormats, "every V format in the table");
+
+constexpr int head_dim_index(int d) {
+  for (int i = 0; i < kNumHeadDims; ++i)
+    if (kHeadDims[i] == d) return i;
+  return -1;
+}
+
+enum class FaBackend { cuda, hip };
+#if defined(PACKFA_BACKEND_HIP)
+constexpr FaBackend kFaBackend = FaBackend::hip;
+#else
+constexpr FaBackend kFaBackend = FaBackend::cuda;
+#endif
+
+// Rows one block of row class `rclass` serves; 0: not built (its rows run as groups of the
+// 4-row class). The wide class holds 16 rows, except at D = 256, where 16 rows of lane-path
+// accumulators (16 x 8 fp32 a lane) and softmax state do not fit the register file:
+//  - RDNA: 8 rows in every mode (16 rows: 256 VGPRs and 16-140 B of scratch a lane);
+//  - NVIDIA: int8 Q·K keeps 16 rows (scores on tensor cores from sm_80, no spill; with 8 rows
+//    that path spilled 136 B), fp16-Q and bf16 V run 8 rows (16 rows: ptxas spilled
+//    276-368 B on sm_80/90), and f16 K has no wide class (ptxas spilled 56-152 B on sm_75
+//    at 8 and 16 rows; the 4-row class does not spill).
+constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int rclass) {
+  if (rclass == 0) return kRowClasses[0];
+  if (d < 256) return kRowClasses[rclass];
+  if (be == FaBackend::hip) return 8;
+  if (qk == QKMode::packed16_int8 && vf != VFormat::bf16) return 16;
+  return qk == QKMode::f16 ? 0 : 8;
+}
+
+// The lean set (PACKFA_INSTANCES=lean, CI builds): int8 Q·K only; the wide row class,
+// q8_0_planar V and the paged layout at D = 128 only; no bf16 V.
+constexpr bool fa_in_lean_set(int d, VFormat vf, QKMode qk, int rclass, bool paged) {
+  return qk == QKMode::packed16_int8 && vf != VFormat::bf16 && (rclass == 0 || d == 128) &&
+         (vf != VFormat::q8_0_planar || d == 128) && (!paged || d == 128);
+}
+// The demo set (PACKFA_INSTANCES=demo, `./packfa demo` on a GPU): the demo's two kernels.
+constexpr bool fa_in_demo_set(int d, VFormat vf, QKMode qk, int rclass, bool paged) {
+  return d == 128 && rclass == 0 && !paged &&
+         ((qk == QKMode::packed16_int8 && vf == VFormat::q8_0) || (qk == QKMode::f16 && vf == VFormat::f16));
+}
+enum class FaSet { all, lean, demo };
+
+// Whether a build holds the instance: ggml V blocks need head_dim % 32 == 0.
+constexpr bool fa_built(FaBackend be, int d, VFormat vf, QKMode qk, int rclass, bool paged, FaSet set) {
+  return (d % 32 == 0 || !v_is_blocked(vf)) && fa_rows_per_block(be, d, vf, qk, rclass) > 0 &&
+         (set != FaSet::lean || fa_in_lean_set(d, vf, qk, rclass, paged)) &&
+         (set != FaSet::demo || fa_in_demo_set(d, vf, qk, rclass, paged));
+}
+
+// ---- registry ----------------------------------------------------------------------------------
 using FaKernelFn = void (*)(FaKernelParams);
 
 struct FaInstance {
@@ -23,99 +93,89 @@ struct FaInstance {
   bool mma_qk = false;  // scores on tensor cores (FaTraits::kMmaQk)
 };
 
-constexpr int kHeadDims[] = {64, 80, 96, 112, 128, 256};
-constexpr int kNumHeadDims = 6;
-constexpr int kRowClasses[] = {4, 16};
-constexpr int kNumRowClasses = 2;
-
-constexpr int head_dim_index(int d) {
-  for (int i = 0; i < kNumHeadDims; ++i)
-    if (kHeadDims[i] == d) return i;
-  return -1;
-}
-
 struct FaRegistry {
   // [layout: 0 contiguous, 1 paged][QKMode][D][VFormat][row class]
-  FaInstance table[2][3][kNumHeadDims][kNumVFormats][kNumRowClasses];
+  FaInstance table[2][kNumQKModes][kNumHeadDims][kNumVFormats][kNumRowClasses];
   FaInstance& at(bool paged, QKMode qk, int d, VFormat vf, int rclass) {
     return table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)][rclass];
   }
 };
 
-#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
-template <int D, VFormat VF, QKMode QK, int RMAX, bool PAGED>
-void register_fa_layout(FaRegistry& reg, int rclass) {
-  using T = device::FaTraits<D, VF, QK, RMAX>;
-  FaInstance& e = reg.at(PAGED, QK, D, VF, rclass);
-  e.kernel = &device::fa_split_kernel<D, VF, QK, RMAX, PAGED>;
-  e.threads = T::kThreads;
-  e.smem_bytes = T::kSmemBytes;
-  e.rows_per_block = RMAX;
-  e.claims = T::kClaims;
-  e.mma_qk = T::kMmaQk;
-}
-// Every instance comes contiguous and paged (PAGED); each layout of a head dim has its own
-// instance file (kernels/fa_d<D>.cu, fa_d<D>_paged.cu), so the builds run in parallel.
-template <int D, VFormat VF, QKMode QK, bool PAGED>
-void register_fa_rows(FaRegistry& reg) {
-  register_fa_layout<D, VF, QK, 4, PAGED>(reg, 0);
-#if !defined(PACKFA_LEAN_INSTANCES)
-  register_fa_layout<D, VF, QK, 16, PAGED>(reg, 1);
-#else
-  if constexpr (D == 128) register_fa_layout<D, VF, QK, 16, PAGED>(reg, 1);
-#endif
-}
+// One per head dim and layout, defined and explicitly instantiated by its unit
+// (PACKFA_FA_UNIT / PACKFA_FA_PAGED_UNIT below).
+template <int D, bool PAGED>
+void register_fa_unit(FaRegistry& reg);
 
-template <int D, VFormat VF, bool PAGED>
-void register_fa_v(FaRegistry& reg) {
-  register_fa_rows<D, VF, QKMode::packed16_int8, PAGED>(reg);
-#if !defined(PACKFA_LEAN_INSTANCES)  // lean (CI): the int8 Q·K instances only
-  register_fa_rows<D, VF, QKMode::packed16_f16, PAGED>(reg);
-  register_fa_rows<D, VF, QKMode::f16, PAGED>(reg);
-#endif
+template <std::size_t... I>
+void register_fa_units(FaRegistry& reg, std::index_sequence<I...>) {
+  (register_fa_unit<kHeadDims[I], false>(reg), ...);
+  (register_fa_unit<kHeadDims[I], true>(reg), ...);
 }
-
-// Every V format the head dim allows (ggml blocks need head_dim % 32 == 0). The lean set
-// (CI) has paged instances at D = 128 only (kernels/fa_d*_paged.cu); the demo set none.
-template <int D, bool PAGED = false>
-void register_fa_head_dim(FaRegistry& reg) {
-
-#if defined(PACKFA_DEMO_INSTANCES)  // `./packfa demo` on a GPU: the demo's two kernels only
-  if constexpr (D == 128 && !PAGED) {
-    register_fa_layout<128, VFormat::q8_0, QKMode::packed16_int8, 4, false>(reg, 0);
-    register_fa_layout<128, VFormat::f16, QKMode::f16, 4, false>(reg, 0);
-  }
-  (void)reg;
-#else
-  register_fa_v<D, VFormat::f16, PAGED>(reg);
-  if constexpr (D % 32 == 0) {
-    register_fa_v<D, VFormat::q8_0, PAGED>(reg);
-    register_fa_v<D, VFormat::q4_0, PAGED>(reg);
-#if !defined(PACKFA_LEAN_INSTANCES)
-    register_fa_v<D, VFormat::q8_0_planar, PAGED>(reg);
-#else
-    if constexpr (D == 128) register_fa_v<D, VFormat::q8_0_planar, PAGED>(reg);
-#endif
-  }
-#if !defined(PACKFA_LEAN_INSTANCES)
-  register_fa_v<D, VFormat::bf16, PAGED>(reg);
-#endif
-#endif  // PACKFA_DEMO_INSTANCES
+// Every instance of every unit (the dispatcher's registry). A template, so that nothing calls
+// the other units' register_fa_unit<D> in an instance unit (where its definition is visible,
+// such a call would compile every head dim's kernels there too).
+template <int = 0>
+void register_fa_all(FaRegistry& reg) {
+  register_fa_units(reg, std::make_index_sequence<kNumHeadDims>{});
 }
-#endif
-
-// Defined by the instance files, one per head dim.
-void register_fa_d64(FaRegistry&);
-void register_fa_d80(FaRegistry&);
-void register_fa_d96(FaRegistry&);
-void register_fa_d112(FaRegistry&);
-void register_fa_d128(FaRegistry&);
-void register_fa_d256(FaRegistry&);
-void register_fa_d64_paged(FaRegistry&);
-void register_fa_d80_paged(FaRegistry&);
-void register_fa_d96_paged(FaRegistry&);
-void register_fa_d112_paged(FaRegistry&);
-void register_fa_d128_paged(FaRegistry&);
-void register_fa_d256_paged(FaRegistry&);
 
 }  // namespace packfa
+
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
+#include "packfa/device/fa_packed16.hpp"
+
+namespace packfa {
+
+// set for the instance units by cmake/kernels.cmake
+#if defined(PACKFA_LEAN_INSTANCES)
+constexpr FaSet kFaUnitSet = FaSet::lean;
+#elif defined(PACKFA_DEMO_INSTANCES)
+constexpr FaSet kFaUnitSet = FaSet::demo;
+#else
+constexpr FaSet kFaUnitSet = FaSet::all;
+#endif
+
+template <int D, VFormat VF, QKMode QK, int RC, bool PAGED>
+void register_fa_entry(FaRegistry& reg) {
+  if constexpr (fa_built(kFaBackend, D, VF, QK, RC, PAGED, kFaUnitSet)) {
+    constexpr int R = fa_rows_per_block(kFaBackend, D, VF, QK, RC);
+    using T = device::FaTraits<D, VF, QK, R>;
+    FaInstance& e = reg.at(PAGED, QK, D, VF, RC);
+    e.kernel = &device::fa_split_kernel<D, VF, QK, R, PAGED>;
+    e.threads = T::kThreads;
+    e.smem_bytes = T::kSmemBytes;
+    e.rows_per_block = R;
+    e.claims = T::kClaims;
+    e.mma_qk = T::kMmaQk;
+  }
+}
+
+template <int D, bool PAGED, std::size_t... I>
+void register_fa_entries(FaRegistry& reg, std::index_sequence<I...>) {
+  constexpr int kPerV = kNumQKModes * kNumRowClasses;
+  (register_fa_entry<D, kFaVFormats[I / kPerV], kFaQKModes[I / kNumRowClasses % kNumQKModes],
+                     static_cast<int>(I % kNumRowClasses), PAGED>(reg),
+   ...);
+}
+
+// Every instance of one head dim and layout the table holds (vendoring: call this from your
+// own .cu/.hip).
+template <int D, bool PAGED = false>
+void register_fa_head_dim(FaRegistry& reg) {
+  register_fa_entries<D, PAGED>(reg, std::make_index_sequence<kNumVFormats * kNumQKModes * kNumRowClasses>{});
+}
+
+}  // namespace packfa
+
+// The whole of an instance unit (kernels/fa_d<D>.cu, fa_d<D>_paged.cu): the definition of
+// register_fa_unit and its explicit instantiation for D and one layout, so only the unit
+// compiles those kernels.
+#define PACKFA_FA_UNIT_OF(D, PAGED)                                                            \
+  template <int HD, bool PG>                                                                   \
+  void packfa::register_fa_unit(packfa::FaRegistry& reg) {                                     \
+    packfa::register_fa_head_dim<HD, PG>(reg);                                                 \
+  }                                                                                            \
+  template void packfa::register_fa_unit<D, PAGED>(packfa::FaRegistry&);
+#define PACKFA_FA_UNIT(D) PACKFA_FA_UNIT_OF(D, false)
+#define PACKFA_FA_PAGED_UNIT(D) PACKFA_FA_UNIT_OF(D, true)
+#endif
