@@ -62,6 +62,7 @@ const FaRegistry& registry() {
 
 struct DeviceFacts {
   int sms = 0;
+  int cc_major = 0;
   size_t smem_optin = 0;
 };
 Status device_facts(int dev, DeviceFacts* out) {
@@ -77,6 +78,7 @@ Status device_facts(int dev, DeviceFacts* out) {
   if (e != GPU_SUCCESS) return gpu_error("GetDeviceProperties", e);
   DeviceFacts f;
   f.sms = prop.multiProcessorCount;
+  f.cc_major = prop.major;
 #if defined(PACKFA_BACKEND_HIP)
   f.smem_optin = prop.sharedMemPerBlock;  // RDNA: 64 KB per workgroup
 #else
@@ -368,7 +370,9 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
   out->num_splits = pl.splits;
   out->layout = p.paged.page_size > 0 ? "paged" + std::to_string(p.paged.page_size) : "contiguous";
   out->claims = pl.claims > 0;
-  out->mma_qk = pl.inst->mma_qk;
+  DeviceFacts f;
+  PACKFA_TRY(device_facts(device, &f));
+  out->mma_qk = pl.inst->mma_qk && f.cc_major >= 8;
   out->combine = pl.splits <= 1                                     ? "none"
                  : pl.splits >= device::kRowCombineMinSplits &&
                          pl.splits <= device::kWarpCombineMaxSplits ? "row_block"

@@ -90,7 +90,7 @@ struct FaInstance {
   int smem_bytes = 0;
   int rows_per_block = 0;
   bool claims = false;  // can move work between splits (FaTraits::kClaims)
-  bool mma_qk = false;  // scores on tensor cores (FaTraits::kMmaQk)
+  bool mma_qk = false;  // scores on tensor cores where the GPU has mma (CUDA, sm_80+; FaTraits::kMmaQk)
 };
 
 struct FaRegistry {
@@ -146,7 +146,7 @@ void register_fa_entry(FaRegistry& reg) {
     e.smem_bytes = T::kSmemBytes;
     e.rows_per_block = R;
     e.claims = T::kClaims;
-    e.mma_qk = T::kMmaQk;
+    e.mma_qk = kFaBackend == FaBackend::cuda && T::mma_qk_if(true);  // device code of sm_80+
   }
 }
 

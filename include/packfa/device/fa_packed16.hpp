@@ -67,8 +67,11 @@ struct FaTraits {
   //  - f16 K (the in-house baseline, plain fp16 caches) for every row class, D <= 128: fp16
   //    products, fp32 sums, like the scalar path.
   // RDNA and the fp16-Q mode run the 4-way dot / fp32 dots with lane = key.
-  static constexpr bool kMmaQk =
-      kMmaPv && ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128));
+  static constexpr bool mma_qk_if(bool has_mma) {  // also asked by the host (KernelChoice::mma_qk)
+    return has_mma && VF != VFormat::bf16 &&
+           ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128));
+  }
+  static constexpr bool kMmaQk = mma_qk_if(arch::kHasMmaF16);
   static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
   // Work moves between splits (claim counters, chunk_source.hpp) in the instances where that
   // measured faster on the H200: 4-row classes, D <= 128, V other than q4_0 (q4_0: 68 -> 72 us
