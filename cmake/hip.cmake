@@ -5,9 +5,10 @@
 # which makes a STATIC library from .hip sources compiled for ${PACKFA_HIP_TARGETS}, with an
 # INTERFACE link to the HIP runtime (libamdhip64) so that its consumers link, and
 #   packfa_add_hip_code_objects(<target> SOURCES <.hip...> INCLUDE_DIRS <dirs...> ARCHS <gfx...>
-#                               OUTPUTS <var> [DEFINES <defs...>])
+#                               OUTPUT_PREFIX <var> [DEFINES <defs...>])
 # which compiles device code only (no host pass: the ISA gates' extra instance set) into offload
-# bundles, one per source, built by the custom target <target>; <var> receives their paths.
+# bundles, one per (source, arch) so that the big units of several targets compile in parallel,
+# built by the custom target <target>; <var>_<arch> receives each arch's bundle paths.
 #
 # Two paths:
 #  * standard: a ROCm 6.x install whose hip-lang config CMake finds -> enable_language(HIP),
@@ -232,11 +233,11 @@ function(packfa_add_hip_library target)
   target_link_libraries(${target} INTERFACE ${PACKFA_AMDHIP64_LIBRARY})
 endfunction()
 
-# Device code only, one offload bundle per source (for the ISA gates; nothing links these).
+# Device code only, one offload bundle per (source, arch), for the ISA gates (nothing links these).
 function(packfa_add_hip_code_objects target)
-  cmake_parse_arguments(PARSE_ARGV 1 A "" "OUTPUTS" "SOURCES;INCLUDE_DIRS;DEFINES;ARCHS")
-  if(NOT PACKFA_HIP_TOOLCHAIN_FOUND OR NOT A_ARCHS OR NOT A_OUTPUTS)
-    message(FATAL_ERROR "packfa_add_hip_code_objects(${target} SOURCES .. ARCHS <gfx..> OUTPUTS <var>): needs a HIP toolchain")
+  cmake_parse_arguments(PARSE_ARGV 1 A "" "OUTPUT_PREFIX" "SOURCES;INCLUDE_DIRS;DEFINES;ARCHS")
+  if(NOT PACKFA_HIP_TOOLCHAIN_FOUND OR NOT A_ARCHS OR NOT A_OUTPUT_PREFIX)
+    message(FATAL_ERROR "packfa_add_hip_code_objects(${target} SOURCES .. ARCHS <gfx..> OUTPUT_PREFIX <var>): needs a HIP toolchain")
   endif()
   if(PACKFA_HIP_MODE STREQUAL "shim")
     _packfa_hip_device_libs(devlibs)
@@ -246,10 +247,7 @@ function(packfa_add_hip_code_objects target)
     set(compiler ${CMAKE_HIP_COMPILER})
     set(flags)
   endif()
-  list(APPEND flags -x hip -std=c++17 -O3 -fno-gpu-rdc --cuda-device-only)
-  foreach(arch ${A_ARCHS})
-    list(APPEND flags --offload-arch=${arch})
-  endforeach()
+  list(APPEND flags -x hip -std=c++17 -O3 -fPIC -fno-gpu-rdc --cuda-device-only)  # the library's flags
   foreach(d __HIP_PLATFORM_AMD__=1 PACKFA_PDL=0 ${A_DEFINES})
     list(APPEND flags -D${d})
   endforeach()
@@ -260,19 +258,23 @@ function(packfa_add_hip_code_objects target)
   if(PACKFA_CCACHE)
     set(launcher ${PACKFA_CCACHE})
   endif()
-  set(objects)
-  foreach(src ${A_SOURCES})
-    get_filename_component(abs ${src} ABSOLUTE)
-    get_filename_component(stem ${src} NAME_WE)
-    set(obj ${CMAKE_CURRENT_BINARY_DIR}/${target}/${stem}.co)
-    add_custom_command(OUTPUT ${obj}
-      COMMAND ${launcher} ${compiler} ${flags} -MD -MF ${obj}.d -c ${abs} -o ${obj}
-      MAIN_DEPENDENCY ${abs}
-      DEPFILE ${obj}.d
-      COMMENT "HIP device code ${stem} (${A_ARCHS})"
-      VERBATIM COMMAND_EXPAND_LISTS)
-    list(APPEND objects ${obj})
+  set(all)
+  foreach(arch ${A_ARCHS})
+    set(objects)
+    foreach(src ${A_SOURCES})
+      get_filename_component(abs ${src} ABSOLUTE)
+      get_filename_component(stem ${src} NAME_WE)
+      set(obj ${CMAKE_CURRENT_BINARY_DIR}/${target}/${arch}/${stem}.co)
+      add_custom_command(OUTPUT ${obj}
+        COMMAND ${launcher} ${compiler} ${flags} --offload-arch=${arch} -MD -MF ${obj}.d -c ${abs} -o ${obj}
+        MAIN_DEPENDENCY ${abs}
+        DEPFILE ${obj}.d
+        COMMENT "HIP device code ${stem} (${arch})"
+        VERBATIM COMMAND_EXPAND_LISTS)
+      list(APPEND objects ${obj})
+    endforeach()
+    set(${A_OUTPUT_PREFIX}_${arch} ${objects} PARENT_SCOPE)
+    list(APPEND all ${objects})
   endforeach()
-  add_custom_target(${target} ALL DEPENDS ${objects})
-  set(${A_OUTPUTS} ${objects} PARENT_SCOPE)
+  add_custom_target(${target} ALL DEPENDS ${all})
 endfunction()

@@ -3,8 +3,9 @@
 gfx target, read from the compiled code objects) and tools/fa_layout_table's JSON (the
 kernel's dynamic LDS, which the code object's metadata cannot show).
 
-  python3 tools/rdna_doc.py --isa build/isa/hip_kernels.json --layout layout.json \
+  python3 tools/rdna_doc.py --isa build/isa/hip_kernels.json [--isa more.json] --layout layout.json \
       [--bench bench/results/<h200>.json] > docs/rdna.md
+Several --isa files merge (a later file adds the (kernel, target) pairs the earlier lack).
 Everything AMD in the output is compile-level or modelled; nothing was measured on AMD.
 """
 import argparse
@@ -48,16 +49,25 @@ def parse_fa(name):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--isa", required=True)
+    ap.add_argument("--isa", required=True, action="append")
     ap.add_argument("--layout", required=True)
     ap.add_argument("--bench")
+    ap.add_argument("--source", action="append", default=[],
+                    help="a line naming what the data came from (commit, build), printed in the header")
     a = ap.parse_args()
-    isa = json.load(open(a.isa))
+    kernels, seen, targets = [], set(), []
+    for path in a.isa:
+        isa = json.load(open(path))
+        targets += [t for t in isa["targets"] if t not in targets]
+        for k in isa["kernels"]:
+            if (k["kernel"], k["target"]) not in seen:
+                seen.add((k["kernel"], k["target"]))
+                kernels.append(k)
     layout = {(l["head_dim"], l["v"], l["qk"], l["rows"]): l for l in json.load(open(a.layout)) if l["backend"] == "hip"}
-    targets = isa["targets"]
+    sources = a.source or [", ".join(a.isa)]
     rows = {}
     other = {}
-    for k in isa["kernels"]:
+    for k in kernels:
         key = parse_fa(k.get("demangled", ""))
         if key is None:
             short = re.sub(r"\(.*", "", k.get("demangled", k["kernel"])).replace("void packfa::device::", "")
@@ -72,10 +82,15 @@ def main():
     w("objects that Debian 12's clang-19 builds for each target (`cmake/hip.cmake`), or is a")
     w("bandwidth model. **No AMD figure here is a measurement.**")
     w("")
-    w("Regenerate: build with HIP (`./packfa test` does), then")
+    w("Regenerate: build with HIP and the full instance set (`./packfa test` without `CI=true`),")
+    w("then")
     w("`g++ -std=c++17 -Iinclude tools/fa_layout_table.cpp -o /tmp/fl && /tmp/fl > /tmp/layout.json &&`")
     w("`python3 tools/rdna_doc.py --isa build/isa/hip_kernels.json --layout /tmp/layout.json "
       "--bench bench/results/<h200 run>.json > docs/rdna.md`.")
+    w("A lean build (`PACKFA_INSTANCES=lean`, CI) also compiles the full attention set for the targets")
+    w("in `PACKFA_HIP_GATE_FULL_ARCHS`: pass its `build/isa/hip_kernels_full_<gfx>.json` files first and")
+    w("`hip_kernels.json` last (pack and combine).")
+    w(f"This file: {', '.join(sources)}.")
     w("")
     w("## How the kernel is built for RDNA")
     w("")
@@ -93,32 +108,54 @@ def main():
     w("")
     w("VGPRs / waves per SIMD allowed by VGPRs (gfx1100/1101/1151/1201: 1536 VGPRs per lane,")
     w("granule 24; gfx1102/1103: 1024, granule 16). Aim: ≤ 96 resp. ≤ 64 VGPRs. Scratch must")
-    w("be 0 (the ISA gate fails otherwise). LDS per workgroup also bounds occupancy: a WGP")
-    w("has 128 KB, so at most floor(128 KB / LDS) workgroups share it. Listed: the instances of the")
-    w("build the ISA gate read (CI: the lean set, int8 Q·K; fp16-Q and f16-K instances exist in full")
-    w("builds and are not listed then).")
+    w("be 0 (the ISA gates fail otherwise). LDS per workgroup also bounds occupancy: a WGP")
+    w("(4 SIMD32) has 128 KB, so at most floor(128 KB / LDS) workgroups share it; the column")
+    w("\"by LDS\" gives the waves per SIMD that leaves (workgroups x waves per workgroup / 4). For")
+    w("most instances it, not the VGPR count, bounds occupancy. Listed: every instance of")
+    w("the full instance set (`PACKFA_INSTANCES=all`). Rows: query rows one workgroup serves; the")
+    w("wide row class (5-16 rows) runs 8 rows per workgroup at D = 256 (two workgroups for 9-16")
+    w("rows): with 16, the accumulators and softmax state needed 256 VGPRs and spilled to scratch")
+    w("(`fa_rows_per_block` in `include/packfa/device/fa_instances.hpp`).")
     w("")
-    w("| D | V | Q·K | rows | waves/WG | LDS (B) | " + " | ".join(targets) + " | scratch |")
-    w("|---|---|---|---|---|---|" + "---|" * len(targets) + "---|")
+    def by_lds(lay):
+        if not lay:
+            return "?"
+        per = min(16.0, (131072 // lay["smem_bytes"]) * lay["waves"] / 4)
+        return f"{per:g}"
+    w("| D | V | Q·K | rows | waves/WG | LDS (B) | by LDS | " + " | ".join(targets) + " | scratch |")
+    w("|---|---|---|---|---|---|---|" + "---|" * len(targets) + "---|")
     for key in sorted(rows):
         d, v, q, r = key
         lay = layout.get(key)
         cells, scratch = target_cells(rows[key], targets)
         w(f"| {d} | {v} | {q} | {r} | {lay['waves'] if lay else '?'} | {lay['smem_bytes'] if lay else '?'} | "
-          + " | ".join(cells) + f" | {scratch} |")
-    def count_over(big):
-        n = 0
-        for per in rows.values():
+          f"{by_lds(lay)} | " + " | ".join(cells) + f" | {scratch} |")
+    def count_over(big, pick):
+        n = m = 0
+        for key, per in rows.items():
+            if not pick(key):
+                continue
+            m += 1
             if any(kk["vgprs"] > (96 if big else 64) for t, kk in per.items() if (VGPR_FILE[t][0] == 1536) == big):
                 n += 1
-        return n
+        return f"{n} of {m}"
+    def span(pick):
+        v = [kk["vgprs"] for key, per in rows.items() if pick(key) for kk in per.values()]
+        return f"{min(v)}-{max(v)}" if v else "-"
+    decode = lambda key: key[3] == 4
+    decode128 = lambda key: key[3] == 4 and key[0] <= 128
+    decode256 = lambda key: key[3] == 4 and key[0] > 128
+    wide = lambda key: key[3] > 4
+    scratch = sum(1 for per in rows.values() for kk in per.values() if kk.get("scratch_bytes", 0))
     w("")
-    w(f"Over the VGPR aim: {count_over(True)} of {len(rows)} instances above 96 on gfx1100/1101/1151/1201, "
-      f"{count_over(False)} of {len(rows)} above 64 on gfx1102/1103 (the 16-row instances hold 16 rows of")
-    four = [kk["vgprs"] for key, per in rows.items() if key[3] == 4 for kk in per.values()]
-    span = f"{min(four)}-{max(four)}" if four else "-"
-    w(f"accumulators; the 4-row ones need {span} VGPRs). No instance spills or uses scratch. Lowering them")
-    w("(an RDNA WMMA P·V, 8-row groups, fewer live Q·K temporaries) is open work.")
+    w(f"Over the VGPR aim (above 96 on gfx1100/1101/1151/1201; above 64 on gfx1102/1103):")
+    w(f"4-row instances, D <= 128: {count_over(True, decode128)} resp. {count_over(False, decode128)} "
+      f"({span(decode128)} VGPRs); D = 256: {count_over(True, decode256)} resp. {count_over(False, decode256)} "
+      f"({span(decode256)}); wide class: {count_over(True, wide)} resp. {count_over(False, wide)} ({span(wide)}).")
+    w("Why: each lane keeps rows x DPL fp32 accumulators (D = 256: 8 dims a lane) plus per-row softmax")
+    w("state, and the compiler issues the whole K row's loads of a chunk ahead; the wide class holds")
+    w("8-16 rows of these. Lowering them (an RDNA WMMA P·V, fewer live Q·K temporaries) is open work.")
+    w(f"Scratch: {'none in any instance' if scratch == 0 else str(scratch) + ' (kernel, target) pairs use scratch'}.")
     if other:
         w("")
         w("Other kernels (VGPRs / waves per SIMD):")

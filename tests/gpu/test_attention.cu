@@ -185,6 +185,24 @@ TEST_CASE("GQA ratios, row groups and query counts", "[attention]") {
   }
 }
 
+// Row groups that leave a block part-filled (the lane-path Q·K stops at the block's last row,
+// kFaRowGuard in fa_packed16.hpp) and the D = 256 wide class (8 rows a block; f16 K: 4-row
+// groups; fa_rows_per_block in fa_instances.hpp), in every Q·K mode: 12, 15 and 6 rows.
+TEST_CASE("part-filled row groups and the D = 256 wide class, every dot mode", "[attention]") {
+  struct G {
+    int H, G, nq;
+  };
+  for (int D : {64, 128, 256})
+    for (VFormat vf : {VFormat::f16, VFormat::bf16})
+      for (G g : {G{12, 2, 2}, G{10, 2, 3}, G{6, 1, 1}})
+        for (int mode = 0; mode < 3; ++mode) {
+          ProblemConfig c = base(D, vf, g.nq, g.H, g.G, 500 + 33 * mode);
+          if (mode >= 1) c.dot = DotMode::f16;
+          if (mode == 2) c.k_format = KFormat::f16;
+          check(c);
+        }
+}
+
 // ggml rows of 136 / 72 bytes start at either 16-byte phase: one KV head (the phase alternates
 // by slot), two (by head), and an odd first key (sliding window).
 TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {

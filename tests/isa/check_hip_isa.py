@@ -6,7 +6,7 @@ For every entry (FILE|KERNEL_REGEX|REQUIRE_DOT4) and every offload target:
     (FILE is a static library .a, a host object .o, or a raw offload bundle);
   * at least one kernel whose (mangled) name matches KERNEL_REGEX (re.search) must exist;
   * each matching kernel must have zero scratch: .private_segment_fixed_size == 0 and no
-    dynamic stack (AMDGPU metadata note, llvm-readelf --notes);
+    dynamic stack (AMDGPU metadata note, llvm-readelf --notes), and .wavefront_size 32;
   * with REQUIRE_DOT4 = 1, each matching kernel's disassembly (llvm-objdump -d --mcpu=<target>)
     must contain v_dot4_i32_iu8;
   * the mnemonic v_dot4_i32_i8 must not appear anywhere in the code object (it does not exist
@@ -257,7 +257,7 @@ def main():
                             failures.append("%s: symbol not found in disassembly" % what)
                         if rec["scratch_bytes"] != 0 or rec["dynamic_stack"]:
                             failures.append("%s: scratch %d bytes (dynamic stack %s)" % (what, rec["scratch_bytes"], rec["dynamic_stack"]))
-                        if rec["wavefront_size"] not in (0, 32):
+                        if rec["wavefront_size"] != 32:  # absent from the metadata reads as 0: a failure too
                             failures.append("%s: wavefront size %d, want 32" % (what, rec["wavefront_size"]))
                         if dot4 and n_dot4 == 0:
                             failures.append("%s: no v_dot4_i32_iu8" % what)

@@ -49,10 +49,10 @@ constexpr FaBackend kFaBackend = FaBackend::cuda;
 // 4-row class). The wide class holds 16 rows, except at D = 256, where 16 rows of lane-path
 // accumulators (16 x 8 fp32 a lane) and softmax state do not fit the register file:
 //  - RDNA: 8 rows in every mode (16 rows: 256 VGPRs and 16-140 B of scratch a lane);
-//  - NVIDIA: int8 Q·K keeps 16 rows (scores on tensor cores from sm_80, no spill; with 8 rows
-//    that path spilled 136 B), fp16-Q and bf16 V run 8 rows (16 rows: ptxas spilled
-//    276-368 B on sm_80/90), and f16 K has no wide class (ptxas spilled 56-152 B on sm_75
-//    at 8 and 16 rows; the 4-row class does not spill).
+//  - NVIDIA: int8 Q·K keeps 16 rows (tensor-core scores from sm_80, no spill, while that path
+//    spilled 136 B with 8 rows; sm_75's lane path fits with kFaRowGuard), fp16-Q and bf16 V run
+//    8 rows (16 rows: ptxas spilled 232-368 B), and f16 K has no wide class (16 rows spilled
+//    64-152 B on every architecture, 8 rows still 56-76 B on sm_75; 4 rows do not spill).
 constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int rclass) {
   if (rclass == 0) return kRowClasses[0];
   if (d < 256) return kRowClasses[rclass];

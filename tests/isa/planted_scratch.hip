@@ -1,0 +1,1 @@
+#include "planted_scratch.cu"  // the same kernel, compiled for HIP
