@@ -124,7 +124,7 @@ def main():
         return f"{per:g}"
     w("| D | V | Q·K | rows | waves/WG | LDS (B) | by LDS | " + " | ".join(targets) + " | scratch |")
     w("|---|---|---|---|---|---|---|" + "---|" * len(targets) + "---|")
-    for key in sorted(rows):
+    for key in sorted(rows, key=lambda k: (k[0], VNAMES.index(k[1]), QNAMES.index(k[2]), k[3])):
         d, v, q, r = key
         lay = layout.get(key)
         cells, scratch = target_cells(rows[key], targets)
@@ -153,8 +153,11 @@ def main():
       f"({span(decode128)} VGPRs); D = 256: {count_over(True, decode256)} resp. {count_over(False, decode256)} "
       f"({span(decode256)}); wide class: {count_over(True, wide)} resp. {count_over(False, wide)} ({span(wide)}).")
     w("Why: each lane keeps rows x DPL fp32 accumulators (D = 256: 8 dims a lane) plus per-row softmax")
-    w("state, and the compiler issues the whole K row's loads of a chunk ahead; the wide class holds")
-    w("8-16 rows of these. Lowering them (an RDNA WMMA P·V, fewer live Q·K temporaries) is open work.")
+    w("state and the chunk's Q·K temporaries; the wide class holds 8-16 rows of these. A VGPR cap")
+    w("(`amdgpu_num_vgpr(96)`, tried on gfx1100) made the compiler spill instead: D = 128 fp16-Q")
+    w("4 rows 28 B of scratch, D = 256 int8 4 rows 80-204 B; and the \"by LDS\" column bounds these")
+    w("instances' occupancy below what 96 VGPRs would allow anyway. Lowering both (an RDNA WMMA P·V,")
+    w("fewer live Q·K temporaries, smaller stages) is open work.")
     w(f"Scratch: {'none in any instance' if scratch == 0 else str(scratch) + ' (kernel, target) pairs use scratch'}.")
     if other:
         w("")
@@ -184,7 +187,8 @@ def main():
             if c["nq"] == 1 and c["batch"] == 1:
                 cases.append((c["head_dim"], c["n_q_heads"], c["n_kv_heads"], c["max_kv"], c["v_format"], c["bytes"],
                               c["pct_of_copy"]))
-        w(f"H200 reference run: {b['gpu']}, {b['date']}, commit {b['commit']}.")
+        w(f"H200 reference run: {b['gpu']}, {b['date']}, commit {b['commit']} (its kernels as they were then:")
+        w("the model is only as current as that run).")
         w("")
     w("| case | MB | " + " | ".join(g for g, _ in GPUS) + " |")
     w("|---|---|" + "---|" * len(GPUS))
