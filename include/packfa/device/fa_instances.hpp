@@ -50,9 +50,9 @@ constexpr FaBackend kFaBackend = FaBackend::cuda;
 // accumulators (16 x 8 fp32 a lane) and softmax state do not fit the register file:
 //  - RDNA: 8 rows in every mode (16 rows: 256 VGPRs and 16-140 B of scratch a lane);
 //  - NVIDIA: int8 Q·K keeps 16 rows (tensor-core scores from sm_80, no spill, while that path
-//    spilled 136 B with 8 rows; sm_75's lane path fits with kFaRowGuard), fp16-Q and bf16 V run
-//    8 rows (16 rows: ptxas spilled 232-368 B), and f16 K has no wide class (16 rows spilled
-//    64-152 B on every architecture, 8 rows still 56-76 B on sm_75; 4 rows do not spill).
+//    spilled 136 B with 8 rows; sm_75's lane path fits with FaTraits::kRowGuard), fp16-Q and
+//    bf16 V run 8 rows (16 rows: ptxas spilled 232-368 B), and f16 K has no wide class (16 rows
+//    spilled 64-152 B on every architecture, 8 rows still 56-76 B on sm_75; 4 rows do not).
 constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int rclass) {
   if (rclass == 0) return kRowClasses[0];
   if (d < 256) return kRowClasses[rclass];

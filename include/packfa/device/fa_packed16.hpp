@@ -82,6 +82,17 @@ struct FaTraits {
 #else
   static constexpr bool kClaims = RMAX <= 4 && D <= 128 && VF != VFormat::q4_0;
 #endif
+  // Lane-path Q·K row loops stop at the block's last row where this holds: the branch keeps
+  // the compiler from hoisting every row's Q loads out of the key loop. Without it RDNA kept
+  // all of an fp16 Q in registers (D = 128, 4 rows: 1.5 KB of scratch a lane) and the int8
+  // 16-row class needed 256 VGPRs and 500 B of scratch; ptxas spilled int8 16-row instances
+  // (D = 256 on sm_75: 356 B; bf16 V at D = 128 on sm_90: 4 B). NVIDIA's 4-row class and f16 K
+  // run branch-free (on f16 K the branch cost registers: D = 256, 8 rows, sm_90: 194 -> 252).
+#if defined(PACKFA_BACKEND_HIP)
+  static constexpr bool kRowGuard = true;
+#else
+  static constexpr bool kRowGuard = RMAX > 4 && QK != QKMode::f16;
+#endif
   // The tensor-core scores come out in log2 units (log2(e) folded into the Q / softmax scale).
   static constexpr bool kScoresLog2 = kMmaQk;
   static constexpr int kStageBytes = L.stage_bytes;
@@ -275,18 +286,6 @@ struct RowInfo {
   int pad;
 };
 
-// Lane-path Q·K row loops stop at the block's last row where this holds: the branch keeps the
-// compiler from hoisting every row's Q loads out of the key loop. Without it RDNA kept all of
-// an fp16 Q in registers (D = 128, 4 rows: 1.5 KB of scratch a lane) and the int8 16-row class
-// needed 256 VGPRs and 500 B of scratch; ptxas spilled int8 16-row instances (D = 256 on sm_75:
-// 356 B; bf16 V at D = 128 on sm_90: 4 B). NVIDIA's 4-row class and f16 K run branch-free (on
-// f16 K the branch cost registers: D = 256, 8 rows, sm_90: 194 -> 252; sm_75 spilled either way).
-#if defined(PACKFA_BACKEND_HIP)
-template <QKMode QK, int RMAX> constexpr bool kFaRowGuard = true;
-#else
-template <QKMode QK, int RMAX> constexpr bool kFaRowGuard = RMAX > 4 && QK != QKMode::f16;
-#endif
-
 // int8 Q·K, lane = key: 16-byte pieces of the key's row against every query row (Q and its
 // per-32 scales in shared memory, read as broadcasts), 4-way dots into int32 per K block of KB
 // dims, then one fp32 FMA per block with q_scale·k_scale (softmax scale folded into q_scale).
@@ -305,7 +304,7 @@ PACKFA_DEV void qk_int8(float (&s)[RMAX], const char* krow, const uint16_t* kd, 
     const float kscale = last ? arch::half_to_float(kd[kB16 ? piece : piece / 2]) : 0.0f;
     PACKFA_UNROLL
     for (int r = 0; r < RMAX; ++r) {
-      if (kFaRowGuard<QKMode::packed16_int8, RMAX> && r >= nrows) break;
+      if (T::kRowGuard && r >= nrows) break;
       const int4 qv = *reinterpret_cast<const int4*>(qs + r * D + piece * 16);
       int a = first ? 0 : isum[r];
       a = arch::dot4_i8(qv.x, kv.x, a);
@@ -1098,7 +1097,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
           const float kscale = last ? arch::half_to_float(kd[b16 ? piece : piece / 2]) : 0.0f;
 #pragma unroll
           for (int r = 0; r < RMAX; ++r) {  // rows >= nrows: zero Q, skipped or computed, never written
-            if (kFaRowGuard<QK, RMAX> && r >= nrows) break;
+            if (T::kRowGuard && r >= nrows) break;
             const float4* q4 = reinterpret_cast<const float4*>(qf + r * D + piece * 16);
             float a = first ? 0.0f : part[r];
 #pragma unroll
@@ -1125,7 +1124,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
           arch::half2_to_float2(kv.w, kf[6], kf[7]);
 #pragma unroll
           for (int r = 0; r < RMAX; ++r) {  // rows >= nrows: zero Q, skipped or computed, never written
-            if (kFaRowGuard<QK, RMAX> && r >= nrows) break;
+            if (T::kRowGuard && r >= nrows) break;
             const float4* q4 = reinterpret_cast<const float4*>(qf + r * D + piece * 8);
             const float4 a0 = q4[0], a1 = q4[1];
             float a = s[r];
