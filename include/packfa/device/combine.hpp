@@ -7,12 +7,12 @@
 
 #include "packfa/device/arch.hpp"
 #include "packfa/device/combine_limits.hpp"
-#include "packfa/device/fa_packed16.hpp"
+#include "packfa/device/fa/common.hpp"
 #include "packfa/device/fa_params.hpp"
+#include "packfa/device/trace.hpp"
 #include "packfa/pdl.hpp"
 
 namespace packfa::device {
-
 
 // Output columns 4·col .. 4·col + 3 of query row i, head h of sequence b: o · inv.
 PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, float4 o, float inv) {

@@ -26,6 +26,7 @@
 
 #include "packfa/device/arch.hpp"
 #include "packfa/device/chunk_source.hpp"
+#include "packfa/device/fa/common.hpp"
 #include "packfa/device/fa_layout.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/device/kv_view.hpp"
@@ -34,10 +35,6 @@
 #include "packfa/pdl.hpp"
 
 namespace packfa::device {
-
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-constexpr float kNegInf = -__builtin_huge_valf();
 
 template <int D, VFormat VF, QKMode QK, int RMAX>
 struct FaTraits {
@@ -110,21 +107,6 @@ struct FaTraits {
 };
 
 // ---- small helpers ---------------------------------------------------------------------------
-PACKFA_DEV float load_as_float(const void* base, int type, int64_t idx) {
-  switch (type) {
-    case static_cast<int>(DType::f32): return static_cast<const float*>(base)[idx];
-    case static_cast<int>(DType::f16): return arch::half_to_float(static_cast<const uint16_t*>(base)[idx]);
-    default: return arch::bf16_to_float(static_cast<const uint16_t*>(base)[idx]);
-  }
-}
-PACKFA_DEV void store_from_float(void* base, int type, int64_t idx, float v) {
-  switch (type) {
-    case static_cast<int>(DType::f32): static_cast<float*>(base)[idx] = v; break;
-    case static_cast<int>(DType::f16): static_cast<uint16_t*>(base)[idx] = arch::float_to_half(v); break;
-    default: static_cast<uint16_t*>(base)[idx] = arch::float_to_bf16(v); break;
-  }
-}
-
 // Copy `nrows` (<= kFaChunk) rows of ROW_BYTES from global (row stride in bytes) into shared
 // (PITCH), W bytes per copy. kLanes lanes share a row (each takes every kLanes-th piece):
 // every copy has a compile-time offset from one per-lane pointer, so a copy costs about one

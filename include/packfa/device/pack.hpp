@@ -4,7 +4,7 @@
 #pragma once
 
 #include "packfa/device/arch.hpp"
-#include "packfa/device/fa_packed16.hpp"
+#include "packfa/device/fa/common.hpp"
 #include "packfa/device/pack_params.hpp"
 #include "packfa/format.hpp"
 #include "packfa/pdl.hpp"
