@@ -1,9 +1,12 @@
 // packfa/device/arch.hpp — the only place that knows which GPU vendor compiles us.
 //
 // Device templates are written once against these thin wrappers (CUTLASS arch/ style):
-// 32-lane waves, lane shuffles, the 4-way int8 dot, 2-way f16 dot, fp16/bf16 bits,
+// 32-lane waves, lane shuffles, the 4-way int8 dot, fp16/bf16 bits, tensor-core tiles,
 // exp2, async copies into shared memory. Each wrapper is a no-op-able inline that
-// maps to one instruction (or a short, documented fallback).
+// maps to one instruction (or a short, documented fallback). A wrapper the target has no
+// instruction for traps (PACKFA_UNSUPPORTED): callers select it at compile time
+// (arch::kHasMmaF16), so it is never reached; a wrong selection fails loudly instead of
+// computing zeros.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +66,12 @@ static_assert(__AMDGCN_WAVEFRONT_SIZE == 32, "packfa needs wave32 (compile with 
 #endif
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)  // host pass too: kernel templates name these
+
+#if defined(PACKFA_BACKEND_CUDA)
+#define PACKFA_UNSUPPORTED() __trap()
+#else
+#define PACKFA_UNSUPPORTED() __builtin_trap()
+#endif
 
 PACKFA_DEV int lane_id() { return static_cast<int>(threadIdx.x) & (kWaveSize - 1); }
 
@@ -143,21 +152,6 @@ PACKFA_DEV int dot4_i8(int a, int b, int acc) {
 #endif
 }
 
-#if defined(PACKFA_BACKEND_HIP)
-typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
-#endif
-
-// acc + a.lo*b.lo + a.hi*b.hi where a, b hold two fp16 values; fp32 accumulation.
-PACKFA_DEV float dot2_f16(uint32_t a, uint32_t b, float acc) {
-#if defined(PACKFA_BACKEND_CUDA)
-  const float2 fa = __half22float2(*reinterpret_cast<const __half2*>(&a));
-  const float2 fb = __half22float2(*reinterpret_cast<const __half2*>(&b));
-  return fmaf(fa.y, fb.y, fmaf(fa.x, fb.x, acc));
-#else
-  return __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, a), __builtin_bit_cast(half2_t, b), acc, false);
-#endif
-}
-
 // ---- number formats -----------------------------------------------------------------------
 PACKFA_DEV float half_to_float(uint16_t h) {
 #if defined(PACKFA_BACKEND_CUDA)
@@ -218,6 +212,7 @@ PACKFA_DEV void mma_16x8x16_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #else
   (void)c; (void)a; (void)b0; (void)b1;
+  PACKFA_UNSUPPORTED();
 #endif
 }
 // c (16x8 int32) += a (16x16 int8, row) * b (16x8 int8, col); a: 2 regs (rows g, g+8, bytes
@@ -231,6 +226,7 @@ PACKFA_DEV void mma_16x8x16_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) 
       : "r"(a[0]), "r"(a[1]), "r"(b));
 #else
   (void)c; (void)a; (void)b;
+  PACKFA_UNSUPPORTED();
 #endif
 }
 // c (16x8 int32) += a (16x32 int8, row) * b (32x8 int8, col); a: 4 regs (rows g, g+8, bytes
@@ -243,41 +239,41 @@ PACKFA_DEV void mma_16x8x32_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0,
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #else
   (void)c; (void)a; (void)b0; (void)b1;
+  PACKFA_UNSUPPORTED();
 #endif
 }
 // Four 8x8 fp16 matrices from shared memory (lane l gives row address l); lane l receives
-// row l/4, elements 2·(l%4), +1 of each.
-PACKFA_DEV void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+// row l/4, elements 2·(l%4), +1 of each; kTrans: the matrices transposed.
+template <bool kTrans>
+PACKFA_DEV void ldmatrix_x4_impl(uint32_t (&r)[4], const void* smem) {
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+  }
 #else
   (void)r; (void)smem;
+  PACKFA_UNSUPPORTED();
 #endif
 }
-// Four 8x8 fp16 matrices from shared memory, transposed (lane l gives row address l).
-PACKFA_DEV void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
-#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-#else
-  (void)r; (void)smem;
-#endif
-}
+PACKFA_DEV void ldmatrix_x4(uint32_t (&r)[4], const void* smem) { ldmatrix_x4_impl<false>(r, smem); }
+PACKFA_DEV void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) { ldmatrix_x4_impl<true>(r, smem); }
 // Two floats -> packed fp16 pair (low half first), round to nearest even.
 PACKFA_DEV uint32_t pack_half2(float lo, float hi) {
   return static_cast<uint32_t>(float_to_half(lo)) | (static_cast<uint32_t>(float_to_half(hi)) << 16);
 }
 // Packed fp16 pair arithmetic (the NVIDIA tensor-core P·V builds its operands with these;
-// elsewhere they are never called and compile to nothing).
+// elsewhere they are never called).
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
 #define PACKFA_F16X2(op, ...) asm(op : "=r"(r) : __VA_ARGS__)
 #else
-#define PACKFA_F16X2(op, ...) r = 0
+#define PACKFA_F16X2(op, ...) (PACKFA_UNSUPPORTED(), r = 0)
 #endif
 PACKFA_DEV uint32_t hsub2(uint32_t a, uint32_t b) {
   uint32_t r;

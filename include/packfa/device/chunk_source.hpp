@@ -7,7 +7,7 @@
 // chunk per atomicAdd on the split's counter; a wave whose split has nothing left takes
 // chunks from the pool of the split with the most left. Why: on the H200 the blocks of one
 // multiprocessor end together but whole multiprocessors end up to 25% apart at kv = 128k
-// (bench/NOTES.md, session 4), so work has to move between blocks. One counter per split
+// (bench/NOTES.md, "work moves between splits"), so work has to move between blocks. One counter per split
 // rather than per KV head: 130 waves asking one counter queued behind the streaming traffic.
 //
 // The key loop stays as cheap as with static splits: the static chunks follow as next + W

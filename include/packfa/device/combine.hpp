@@ -1,18 +1,28 @@
 // packfa/device/combine.hpp — merges split-KV partial states into the final output.
 //
-// Split s of a query row left (O_s unnormalised, M_s running max in log2 units, L_s sum).
-// Final: M = max(M_s, sink), L = Σ L_s·2^(M_s−M) + 2^(sink−M), O = Σ O_s·2^(M_s−M) / L,
-// LSE = (M + log2 L)·ln 2.
+// Split s of a query row left (O_s unnormalised, M_s running max in log2 units, L_s sum): the
+// merge of fa/softmax.hpp's states with the sink as one more key. Final: M = max(M_s, sink),
+// L = Σ L_s·2^(M_s−M) + 2^(sink−M), O = Σ O_s·2^(M_s−M) / L, LSE = (M + log2 L)·ln 2.
 #pragma once
 
 #include "packfa/device/arch.hpp"
 #include "packfa/device/combine_limits.hpp"
 #include "packfa/device/fa/common.hpp"
+#include "packfa/device/fa/softmax.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/pdl.hpp"
 
 namespace packfa::device {
+
+// Row `row` = (b · nq + i) · n_q_heads + h of the partials: its sequence, query row, q head.
+struct CombineRow {
+  int h, i, b;
+};
+PACKFA_DEV CombineRow combine_row(const CombineParams& p, int64_t row) {
+  const int64_t bi = row / p.n_q_heads;
+  return CombineRow{static_cast<int>(row % p.n_q_heads), static_cast<int>(bi % p.nq), static_cast<int>(bi / p.nq)};
+}
 
 // Output columns 4·col .. 4·col + 3 of query row i, head h of sequence b: o · inv.
 PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, float4 o, float inv) {
@@ -29,25 +39,25 @@ PACKFA_DEV void store_o4(const CombineParams& p, int b, int i, int h, int col, f
 // w_s = 2^(M_s − M) and L = Σ w_s·L_s (+ 2^(sink − M)). The one-wave and the row-block
 // combine kernels use it (every wave of a row block computes it for itself).
 struct SplitWeights {
-  float M, L;
+  SoftmaxState st;  // the row's merged max and sum
   float w[kWarpCombineMaxSplits / arch::kWaveSize];
 };
 PACKFA_DEV SplitWeights split_weights(const CombineParams& p, int h,
                                       const float2 (&mine)[kWarpCombineMaxSplits / arch::kWaveSize]) {
   constexpr int kPer = kWarpCombineMaxSplits / arch::kWaveSize;
   SplitWeights r;
-  r.M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  r.st.m = sink_log2(p.sinks, h);
   PACKFA_UNROLL
-  for (int k = 0; k < kPer; ++k) r.M = fmaxf(r.M, mine[k].x);
-  r.M = arch::group_max(r.M);
+  for (int k = 0; k < kPer; ++k) r.st.m = fmaxf(r.st.m, mine[k].x);
+  r.st.m = arch::group_max(r.st.m);
   float l = 0.0f;
   PACKFA_UNROLL
   for (int k = 0; k < kPer; ++k) {
-    r.w[k] = mine[k].x == kNegInf ? 0.0f : arch::exp2_fast(mine[k].x - r.M);
+    r.w[k] = r.st.weight(mine[k].x);
     l += r.w[k] * mine[k].y;
   }
-  r.L = arch::group_sum(l);
-  if (p.sinks && r.M != kNegInf) r.L += arch::exp2_fast(p.sinks[h] * kLog2e - r.M);
+  r.st.l = arch::group_sum(l);
+  if (p.sinks && r.st.m != kNegInf) r.st.l += arch::exp2_fast(p.sinks[h] * kLog2e - r.st.m);
   return r;
 }
 
@@ -73,10 +83,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
   PACKFA_TRACE_AT(p, 1);
   pdl::launch_dependents();
   if (row >= rows) return;
-  const int h = static_cast<int>(row % p.n_q_heads);
-  const int64_t bi = row / p.n_q_heads;
-  const int i = static_cast<int>(bi % p.nq);
-  const int b = static_cast<int>(bi / p.nq);
+  const CombineRow cr = combine_row(p, row);
+  const int h = cr.h, i = cr.i, b = cr.b;
   const int S = p.num_splits, cols = p.head_dim / 4;
 
   const float2* ml = reinterpret_cast<const float2*>(p.part_ml + row * S * 2);
@@ -98,20 +106,14 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
   }
 
   const SplitWeights sw = split_weights(p, h, mine);
-  const float M = sw.M, L = sw.L;
   float w[kPer];
   PACKFA_UNROLL
   for (int k = 0; k < kPer; ++k) w[k] = sw.w[k];
-  const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+  const float inv = sw.st.inv_sum();
 
   auto add = [&](const float4 (&v)[kCols], float ws) {
     PACKFA_UNROLL
-    for (int c = 0; c < kCols; ++c) {
-      acc[c].x = fmaf(ws, v[c].x, acc[c].x);
-      acc[c].y = fmaf(ws, v[c].y, acc[c].y);
-      acc[c].z = fmaf(ws, v[c].z, acc[c].z);
-      acc[c].w = fmaf(ws, v[c].w, acc[c].w);
-    }
+    for (int c = 0; c < kCols; ++c) fma4(acc[c], ws, v[c]);
   };
   auto weight = [&](int s) { return arch::shfl(w[s / arch::kWaveSize], s % arch::kWaveSize); };
   PACKFA_UNROLL
@@ -139,7 +141,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
     const int col = lane + c * arch::kWaveSize;
     if (col < cols) store_o4(p, b, i, h, col, acc[c], inv);
   }
-  if (lane == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
+  if (lane == 0 && p.lse) p.lse[row] = sw.st.lse();
   PACKFA_TRACE_AT(p, 2);
 }
 
@@ -149,8 +151,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_warp_kern
 // reductions, no barrier; wave w sums the O rows of splits w, w + W, ... (all its loads
 // issued before the weights are known), and one barrier adds the W wave sums. Why not one
 // wave per row: for 33 splits its ~1000 dependent instructions (33 x 32 float4 columns) took
-// 2.5 us after the split kernel on the H200, against 1.0 us for this kernel (bench/NOTES.md,
-// session 7).
+// 2.5 us after the split kernel on the H200, against 1.0 us for this kernel (bench/NOTES.md, "the
+// combine gets a block per row").
 // kCols: float4 columns of O per lane (1: head_dim <= 128, 2: <= 256).
 template <int kCols>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kernel(const CombineParams p) {
@@ -161,10 +163,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
   __shared__ float4 part[kWaves][kCols * arch::kWaveSize];
   const int lane = arch::lane_id(), wave = threadIdx.x / arch::kWaveSize;
   const int64_t row = blockIdx.x;  // (b * nq + i) * n_q_heads + h
-  const int h = static_cast<int>(row % p.n_q_heads);
-  const int64_t bi = row / p.n_q_heads;
-  const int i = static_cast<int>(bi % p.nq);
-  const int b = static_cast<int>(bi / p.nq);
+  const CombineRow cr = combine_row(p, row);
+  const int h = cr.h, i = cr.i, b = cr.b;
   const int S = p.num_splits, cols = p.head_dim / 4;
   const float2* ml = reinterpret_cast<const float2*>(p.part_ml + row * S * 2);
   const float4* po = reinterpret_cast<const float4*>(p.part_o + row * S * p.head_dim);
@@ -196,7 +196,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
   }
 
   const SplitWeights sw = split_weights(p, h, mine);
-  const float M = sw.M, L = sw.L;
   float w[kPer];
   PACKFA_UNROLL
   for (int k = 0; k < kPer; ++k) w[k] = sw.w[k];
@@ -216,12 +215,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
         if (s >= q * arch::kWaveSize) wsrc = w[q];
       const float ws = arch::shfl(wsrc, s % arch::kWaveSize);
       PACKFA_UNROLL
-      for (int c = 0; c < kCols; ++c) {
-        acc[c].x = fmaf(ws, v[k][c].x, acc[c].x);
-        acc[c].y = fmaf(ws, v[k][c].y, acc[c].y);
-        acc[c].z = fmaf(ws, v[k][c].z, acc[c].z);
-        acc[c].w = fmaf(ws, v[k][c].w, acc[c].w);
-      }
+      for (int c = 0; c < kCols; ++c) fma4(acc[c], ws, v[k][c]);
     }
   }
   PACKFA_UNROLL
@@ -239,9 +233,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
       o.z += q.z;
       o.w += q.w;
     }
-    store_o4(p, b, i, h, t, o, L > 0.0f ? 1.0f / L : 0.0f);
+    store_o4(p, b, i, h, t, o, sw.st.inv_sum());
   }
-  if (t == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
+  if (t == 0 && p.lse) p.lse[row] = sw.st.lse();
   PACKFA_TRACE_AT(p, 2);
 }
 
@@ -254,10 +248,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
   __shared__ float red[kCombineThreads / arch::kWaveSize];
   __shared__ float4 part[kCombineThreads];
   const int64_t row = blockIdx.x;  // (b * nq + i) * n_q_heads + h
-  const int h = static_cast<int>(row % p.n_q_heads);
-  const int64_t bi = row / p.n_q_heads;
-  const int i = static_cast<int>(bi % p.nq);
-  const int b = static_cast<int>(bi / p.nq);
+  const CombineRow cr = combine_row(p, row);
+  const int h = cr.h, i = cr.i, b = cr.b;
   const int S = p.num_splits;
   const int tid = threadIdx.x, lane = arch::lane_id(), wave = tid / arch::kWaveSize;
   constexpr int kWaves = kCombineThreads / arch::kWaveSize;
@@ -286,25 +278,25 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
   m = arch::group_max(m);
   if (lane == 0) red[wave] = m;
   __syncthreads();
-  float M = p.sinks ? p.sinks[h] * kLog2e : kNegInf;
+  SoftmaxState st;
+  st.m = sink_log2(p.sinks, h);
 #pragma unroll
-  for (int k = 0; k < kWaves; ++k) M = fmaxf(M, red[k]);
+  for (int k = 0; k < kWaves; ++k) st.m = fmaxf(st.m, red[k]);
   __syncthreads();
   // L = Σ l_s 2^(m_s − M) (+ sink); weights kept unnormalised until L is known
   float l = 0.0f;
   for (int s = tid; s < S; s += kCombineThreads) {
-    const float ms = ml[2 * s];
-    const float f = ms == kNegInf ? 0.0f : arch::exp2_fast(ms - M);
+    const float f = st.weight(ml[2 * s]);
     w[s] = f;
     l += f * ml[2 * s + 1];
   }
   l = arch::group_sum(l);
   if (lane == 0) red[wave] = l;
   __syncthreads();
-  float L = (p.sinks && M != kNegInf) ? arch::exp2_fast(p.sinks[h] * kLog2e - M) : 0.0f;
+  st.l = (p.sinks && st.m != kNegInf) ? arch::exp2_fast(p.sinks[h] * kLog2e - st.m) : 0.0f;
 #pragma unroll
-  for (int k = 0; k < kWaves; ++k) L += red[k];
-  const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+  for (int k = 0; k < kWaves; ++k) st.l += red[k];
+  const float inv = st.inv_sum();
 
   // O: D/4 float4 columns x `groups` split subsets (first kBatch splits of each subset already loaded)
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -313,19 +305,13 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
     for (int k = 0; k < kBatch; ++k) {
       const int s = grp + k * groups;
       const float ws = s < S ? w[s] : 0.0f;
-      acc.x = fmaf(ws, early[k].x, acc.x);
-      acc.y = fmaf(ws, early[k].y, acc.y);
-      acc.z = fmaf(ws, early[k].z, acc.z);
-      acc.w = fmaf(ws, early[k].w, acc.w);
+      fma4(acc, ws, early[k]);
     }
 #pragma unroll 4
     for (int s = grp + kBatch * groups; s < S; s += groups) {
       const float ws = w[s];
       const float4 v = po[static_cast<int64_t>(s) * cols];
-      acc.x = fmaf(ws, v.x, acc.x);
-      acc.y = fmaf(ws, v.y, acc.y);
-      acc.z = fmaf(ws, v.z, acc.z);
-      acc.w = fmaf(ws, v.w, acc.w);
+      fma4(acc, ws, v);
     }
   }
   part[tid] = acc;
@@ -341,7 +327,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
     }
     store_o4(p, b, i, h, tid, o, inv);
   }
-  if (tid == 0 && p.lse) p.lse[row] = L > 0.0f ? (M + log2f(L)) / kLog2e : kNegInf;
+  if (tid == 0 && p.lse) p.lse[row] = st.lse();
 }
 
 }  // namespace packfa::device

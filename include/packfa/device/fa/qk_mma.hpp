@@ -1,0 +1,156 @@
+// packfa/device/fa/qk_mma.hpp — Q·K on tensor cores (NVIDIA sm_80+): the scores of 16 rows x
+// 32 keys in mma C fragments. sc[n][c]: key tile n, C register c = row g + 8·(c/2), key
+// 8n + 2·(lane%4) + c%2 (g = lane/4). Scores come out in log2 units (log2(e) folded into Q's
+// scale, or applied here for fp16 K).
+#pragma once
+
+#include <cstdint>
+
+#include "packfa/device/arch.hpp"
+#include "packfa/device/fa/common.hpp"
+#include "packfa/device/fa/smem.hpp"
+#include "packfa/device/fa/traits.hpp"
+
+namespace packfa::device {
+
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
+
+// int8 Q·K on tensor cores (NVIDIA, every row class): S (16 rows x 32 keys) from one
+// mma.m16n8k32.s8 per 32-dim K block (two m16n8k16 for block-16 K or a last half block) into
+// int32, then one fp32 FMA per block with q_scale·k_scale. K fragments of two key tiles per
+// ldmatrix. qa / qsc: this lane's A fragments of Q and Q's block scales (rows g, g + 8; rows
+// g + 8 are skipped when RMAX <= 8).
+// sc[n][c]: key tile n, C register c = row g + 8·(c/2), key 8n + 2·(lane%4) + c%2.
+template <class T, int KB>
+PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4], const char* k_sm,
+                            const char* ks_sm, const float (&qsc)[T::kQBlocks][2]) {
+  constexpr int D = T::kD;
+  constexpr int kN = kFaChunk / 8;
+  constexpr int kPieces = D / 16;
+  constexpr bool kHi = T::kRows > 8;
+  const int lane = arch::lane_id();
+  const int t = lane & 3, mi = lane >> 3, lr = lane & 7;  // ldmatrix: matrix mi, its row lr
+  const char* kl = k_sm + (8 * (mi >> 1) + lr) * T::kKPitch + 16 * (mi & 1);
+  const char* kd = ks_sm + 2 * t * T::kScalePitch;  // scale row of key 2t (tile n: + 8n rows)
+  // K scales come kG blocks per load (8 bytes; one per load for D = 256, whose 16-row class
+  // has no registers to spare): kw[n][e] holds blocks kG·i.. of key 8n + 2t + e
+  constexpr int kG = D <= 128 ? 4 : 1;
+  uint32_t kw[kN][2][(kG + 1) / 2];
+  auto scale_block = [&](const int (&acc)[kN][4], int blk, int qb) {
+    if (blk % kG == 0) {
+      PACKFA_UNROLL
+      for (int n = 0; n < kN; ++n)
+        PACKFA_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const char* src = kd + (8 * n + e) * T::kScalePitch + 2 * blk;
+          if constexpr (kG == 4) {
+            const uint2 w = *reinterpret_cast<const uint2*>(src);
+            kw[n][e][0] = w.x;
+            kw[n][e][1] = w.y;
+          } else {
+            kw[n][e][0] = *reinterpret_cast<const uint16_t*>(src);
+          }
+        }
+    }
+    const float q_lo = qsc[qb][0], q_hi = qsc[qb][1];
+    const int i = (blk % kG) / 2;
+    const bool high = kG > 1 && (blk & 1);
+    PACKFA_UNROLL
+    for (int n = 0; n < kN; ++n) {
+      float k[2];
+      PACKFA_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const uint32_t w = kw[n][e][i];
+        k[e] = arch::half_to_float(static_cast<uint16_t>(high ? w >> 16 : w & 0xffffu));
+      }
+      sc[n][0] = fmaf(static_cast<float>(acc[n][0]), q_lo * k[0], sc[n][0]);
+      sc[n][1] = fmaf(static_cast<float>(acc[n][1]), q_lo * k[1], sc[n][1]);
+      if constexpr (kHi) {
+        sc[n][2] = fmaf(static_cast<float>(acc[n][2]), q_hi * k[0], sc[n][2]);
+        sc[n][3] = fmaf(static_cast<float>(acc[n][3]), q_hi * k[1], sc[n][3]);
+      }
+    }
+  };
+  PACKFA_UNROLL
+  for (int j = 0; j < (kPieces + 1) / 2; ++j) {  // 32 dims: pieces 2j, 2j + 1
+    const bool two = 2 * j + 1 < kPieces;
+    uint32_t kb[kN][2];  // B fragments: dims 32j + 4t.. and 32j + 16 + 4t.. of key 8n + g
+    PACKFA_UNROLL
+    for (int n = 0; n < kN; n += 2) {
+      uint32_t r[4];
+      arch::ldmatrix_x4(r, kl + 8 * n * T::kKPitch + 32 * j);  // the last half block reads row padding
+      kb[n][0] = r[0];
+      kb[n][1] = r[1];
+      kb[n + 1][0] = r[2];
+      kb[n + 1][1] = r[3];
+    }
+    int acc[kN][4];
+    if (KB == 32 && two) {
+      const uint32_t a[4] = {qa[2 * j][0], qa[2 * j][1], qa[2 * j + 1][0], qa[2 * j + 1][1]};
+      PACKFA_UNROLL
+      for (int n = 0; n < kN; ++n) {
+        acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+        arch::mma_16x8x32_s8(acc[n], a, kb[n][0], kb[n][1]);
+      }
+      scale_block(acc, j, j);
+    } else {
+      PACKFA_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        if (h == 1 && !two) break;
+        const uint32_t a[2] = {qa[2 * j + h][0], qa[2 * j + h][1]};
+        PACKFA_UNROLL
+        for (int n = 0; n < kN; ++n) {
+          acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0;
+          arch::mma_16x8x16_s8(acc[n], a, kb[n][h]);
+        }
+        scale_block(acc, KB == 16 ? 2 * j + h : j, j);
+      }
+    }
+  }
+}
+
+// fp16 Q·K on tensor cores (f16 K rows): S (16 rows x 32 keys) += Q·K^T with
+// mma.m16n8k16 (fp32 sums of fp16 products), B fragments of two key tiles per ldmatrix.
+// qa: A fragments of fp16-rounded Q (rows g, g + 8; dims 2·(lane%4) (+1), + 8).
+template <class T>
+PACKFA_DEV void qk_mma_f16(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4], const char* k_sm) {
+  constexpr int D = T::kD;
+  const int lane = arch::lane_id();
+  const int mi = lane >> 3, lr = lane & 7;  // ldmatrix: matrix mi, its row lr
+  PACKFA_UNROLL
+  for (int piece = 0; piece < D / 16; ++piece)
+    PACKFA_UNROLL
+    for (int n = 0; n < kFaChunk / 8; n += 2) {
+      const int row = 8 * (n + (mi >> 1)) + lr;  // key
+      const int pc = 2 * piece + (mi & 1);       // 16-byte piece: dims 8·pc..
+      uint32_t b[4];
+      arch::ldmatrix_x4(b, k_sm + row * T::kKPitch + 16 * pc);
+      arch::mma_16x8x16_f16(sc[n], qa[piece], b[0], b[1]);
+      arch::mma_16x8x16_f16(sc[n + 1], qa[piece], b[2], b[3]);
+    }
+}
+
+// The stage's scores into sc (zeroed here). qa / qsc: q_mma_frags() of q_setup.hpp.
+template <class T>
+PACKFA_DEV void qk_mma(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4],
+                       const float (&qsc)[T::kQBlocks][2], const StageSmem& st, bool b16, float scale) {
+  PACKFA_UNROLL
+  for (int n = 0; n < kFaChunk / 8; ++n)
+    PACKFA_UNROLL
+    for (int c = 0; c < 4; ++c) sc[n][c] = 0.0f;
+  if constexpr (T::kQK == QKMode::f16) {
+    qk_mma_f16<T>(sc, qa, st.k);
+    PACKFA_UNROLL
+    for (int n = 0; n < kFaChunk / 8; ++n)
+      PACKFA_UNROLL
+      for (int c = 0; c < 4; ++c) sc[n][c] *= scale * kLog2e;
+  } else if (b16) {
+    qk_mma_int8<T, 16>(sc, qa, st.k, st.ks, qsc);
+  } else {
+    qk_mma_int8<T, 32>(sc, qa, st.k, st.ks, qsc);
+  }
+}
+
+#endif
+
+}  // namespace packfa::device

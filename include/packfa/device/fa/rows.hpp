@@ -1,0 +1,125 @@
+// packfa/device/fa/rows.hpp — which query rows and keys one block of the split kernel serves.
+//
+// grid (KV head, split, sequence x row group): consecutive blocks take different heads, so the
+// blocks that share a multiprocessor stream from different parts of the cache (A/B on the
+// H200: a split-major grid was 0-6% slower at 128k). Row g of a KV head is query row g / gqa,
+// q head kvh·gqa + g % gqa.
+#pragma once
+
+#include <cstdint>
+
+#include "packfa/device/chunk_source.hpp"
+#include "packfa/device/fa/score_edit.hpp"
+#include "packfa/device/fa_params.hpp"
+
+namespace packfa::device {
+
+#if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
+
+struct BlockRows {
+  int kvh, split, b, rg;
+  int row0, nrows;  // rows row0 .. row0 + nrows - 1 of the KV head
+};
+template <int RMAX>
+PACKFA_DEV BlockRows block_rows(const FaKernelParams& p) {
+  BlockRows r;
+  r.kvh = blockIdx.x;
+  r.split = blockIdx.y;
+  r.b = blockIdx.z / p.row_groups;
+  r.rg = blockIdx.z - r.b * p.row_groups;
+  r.row0 = r.rg * RMAX;
+  r.nrows = min(RMAX, p.rows - r.row0);
+  return r;
+}
+
+// Query positions: q_pos, else the last nq positions of the sequence.
+struct QueryPos {
+  const FaKernelParams& p;
+  int b, kv_len;
+  PACKFA_DEV int raw(int qi) const {
+    return p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + qi] : kv_len - p.nq + qi;
+  }
+  // clamped into [-1, kv_len]: every in-contract position is unchanged, and the key-range
+  // arithmetic cannot overflow
+  PACKFA_DEV int operator()(int qi) const { return min(max(raw(qi), -1), kv_len); }
+};
+
+// The block's keys, straight from the lengths (no shared memory, no barrier: the first chunk's
+// copies go out as soon as kv_len arrives; at kv = 4k the prologue is most of the kernel).
+struct BlockKeys {
+  int lo, hi;          // the group's keys [lo, hi), chunks of 32 from lo
+  int pmin, pmax;      // the rows' lowest and highest positions
+  int all_lo, all_hi;  // keys visible to every row of the block (set by keys_seen_by_all)
+};
+template <int CHUNK>
+PACKFA_DEV BlockKeys block_keys(const FaKernelParams& p, const BlockRows& br, const QueryPos& pos, int kv_len) {
+  const int qi_lo = br.row0 / p.gqa, qi_hi = (br.row0 + br.nrows - 1) / p.gqa;
+  int pmin = pos(qi_lo), pmax = pmin;
+  for (int qi = qi_lo + 1; qi <= qi_hi; ++qi) {  // decode rows: qi_lo == qi_hi
+    const int q = pos(qi);
+    pmin = min(pmin, q);
+    pmax = max(pmax, q);
+  }
+  BlockKeys k;
+  // chunks start at multiples of 32 keys (a paged chunk then spans at most two pages,
+  // kv_view.hpp); the rows' own ranges hide the keys before a window
+  k.lo = p.window > 0 ? max(0, pmin - p.window + 1) & ~(CHUNK - 1) : 0;
+  k.hi = p.causal ? min(kv_len, pmax + 1) : kv_len;
+  k.pmin = pmin;
+  k.pmax = pmax;
+  return k;
+}
+// Row r sees [pos - window + 1, pos + 1) or [0, kv_len): the keys all rows see.
+PACKFA_DEV void keys_seen_by_all(BlockKeys& k, const FaKernelParams& p) {
+  k.all_lo = p.window > 0 ? max(0, k.pmax - p.window + 1) : 0;
+  k.all_hi = p.causal ? min(k.hi, k.pmin + 1) : k.hi;
+}
+
+// The group's keys [lo, hi) in chunks of 32 from lo; split s owns split_len / 32 of them, and
+// with claim counters waves may also take chunks of other splits (chunk_source.hpp).
+template <bool CLAIMS, int CHUNK>
+PACKFA_DEV ChunkGroup chunk_group(const FaKernelParams& p, const BlockRows& br, int lo, int hi) {
+  ChunkGroup g;
+  g.claims = CLAIMS && p.claims
+                 ? p.claims + (static_cast<int64_t>(blockIdx.z) * p.n_kv_heads + br.kvh) * p.num_splits * kClaimStride
+                 : nullptr;
+  g.n_all = hi > lo ? (hi - lo + CHUNK - 1) / CHUNK : 0;
+  g.per_split = p.split_len / CHUNK;
+  g.splits = p.num_splits;
+  g.split = br.split;
+  g.pool0 = p.pool0;
+  return g;
+}
+
+// Thread tid < RMAX writes row tid's facts (rows past nrows: an empty key range); the first
+// row of each query row counts an out-of-range position.
+template <int RMAX>
+PACKFA_DEV void set_row_facts(RowInfo* rows, const FaKernelParams& p, const BlockRows& br, const QueryPos& pos, int tid) {
+  const bool counts = p.errors && br.kvh == 0 && br.split == 0;  // as the length's count
+  if (tid < RMAX) {
+    RowInfo ri{0, 0, 0.0f, 0, 0, 0, 1.0f, 0};
+    if (tid < br.nrows) {
+      const int g = br.row0 + tid;
+      ri.qi = g / p.gqa;
+      ri.head = br.kvh * p.gqa + (g - ri.qi * p.gqa);
+      ri.pos = pos(ri.qi);
+      if (counts && g == ri.qi * p.gqa) {  // one count per query row
+        const int raw = pos.raw(ri.qi);
+        if (raw < 0 || raw >= pos.kv_len) atomicAdd(p.errors + 1, 1);
+      }
+      if (p.alibi_n2 > 0) {
+        const int h = ri.head;
+        ri.slope = h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(h + 1))
+                                  : powf(p.alibi_m1, static_cast<float>(2 * (h - p.alibi_n2) + 1));
+        if (!p.alibi_pos) ri.mask_mul = ri.slope;
+      }
+      ri.key_lo = p.window > 0 ? ri.pos - p.window + 1 : 0;
+      ri.key_hi = p.causal ? ri.pos + 1 : pos.kv_len;
+    }
+    rows[tid] = ri;
+  }
+}
+
+#endif
+
+}  // namespace packfa::device
