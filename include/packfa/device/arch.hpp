@@ -29,11 +29,16 @@
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 #define PACKFA_HD __host__ __device__ __forceinline__
 #define PACKFA_DEV __device__ __forceinline__
+// Kernel stages that the compiler inlines by its own choice, as it did with the kernel-body
+// lambdas they replace: forcing them inline changes the optimizer's order of work and with it
+// the machine code of both targets (docs/architecture.md, "Rules that keep it fast").
+#define PACKFA_DEV_STAGE __device__ inline
 #define PACKFA_GLOBAL __global__
 #define PACKFA_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #else
 #define PACKFA_HD inline
 #define PACKFA_DEV inline
+#define PACKFA_DEV_STAGE inline
 #define PACKFA_LAUNCH_BOUNDS(threads, min_blocks)
 #endif
 
@@ -203,44 +208,37 @@ constexpr bool kHasMmaF16 = true;
 constexpr bool kHasMmaF16 = false;
 #endif
 
+// One tensor-core instruction, or a trap where there is none (the caller's kHasMmaF16 check
+// keeps that path from being taken).
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+#define PACKFA_SM80_ASM(...) asm volatile(__VA_ARGS__)
+#else
+#define PACKFA_SM80_ASM(...) PACKFA_UNSUPPORTED()
+#endif
+
 // c (16x8 fp32) += a (16x16 fp16, row) * b (16x8 fp16, col); a: 4 regs, b: 2 regs.
 PACKFA_DEV void mma_16x8x16_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
-  asm volatile(
+  PACKFA_SM80_ASM(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  (void)c; (void)a; (void)b0; (void)b1;
-  PACKFA_UNSUPPORTED();
-#endif
 }
 // c (16x8 int32) += a (16x16 int8, row) * b (16x8 int8, col); a: 2 regs (rows g, g+8, bytes
 // 4·(lane%4)..+3), b: 1 reg (k 4·(lane%4)..+3 of column g). Exact integer dot products: the
 // same int32 sums as the 4-way dot.
 PACKFA_DEV void mma_16x8x16_s8(int (&c)[4], const uint32_t (&a)[2], uint32_t b) {
-#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
-  asm volatile(
+  PACKFA_SM80_ASM(
       "mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(b));
-#else
-  (void)c; (void)a; (void)b;
-  PACKFA_UNSUPPORTED();
-#endif
 }
 // c (16x8 int32) += a (16x32 int8, row) * b (32x8 int8, col); a: 4 regs (rows g, g+8, bytes
 // 4·(lane%4)..+3, then the same + 16), b: 2 regs (k 4·(lane%4)..+3, then + 16, of column g).
 PACKFA_DEV void mma_16x8x32_s8(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
-  asm volatile(
+  PACKFA_SM80_ASM(
       "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  (void)c; (void)a; (void)b0; (void)b1;
-  PACKFA_UNSUPPORTED();
-#endif
 }
 // Four 8x8 fp16 matrices from shared memory (lane l gives row address l); lane l receives
 // row l/4, elements 2·(l%4), +1 of each; kTrans: the matrices transposed.

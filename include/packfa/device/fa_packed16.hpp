@@ -104,7 +104,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   loop.load_q(sm);
 
   // ---- per-wave streaming loop: stage the chunk after this one, then run this one --------------
-  const LoopCtx<T> ctx{p, sm, ws, edit, keys, br.nrows, stager.b16};
+  const LoopCtx<T> ctx{p, sm, sm.rows(), ws.p(), ws.corr(), edit, keys, br.nrows, stager.b16};
   int next = chunk >= 0 ? work.template resolve<T::kWaves>(chunk) : -1;
   for (int it = 0; chunk >= 0; ++it) {
     const int stage = T::kStages == 2 ? (it & 1) : 0;

@@ -112,7 +112,7 @@ struct ChunkStager {
   // Rows [r0, r0 + nr) of a chunk: K and V rows from krow / vrow (row r0's address, rows one
   // slot stride apart), the scale rows of lanes r0 .. r0 + nr - 1 (each its own key) from
   // ksrow / vsrow. A contiguous chunk is one such run (r0 = 0, folded); a paged one one or two.
-  PACKFA_DEV void run(const StageSmem& st, int r0, int nr, const char* krow, const char* vrow, const char* ksrow,
+  PACKFA_DEV_STAGE void run(const StageSmem& st, int r0, int nr, const char* krow, const char* vrow, const char* ksrow,
                       const char* vsrow) const {
     const int lane = arch::lane_id();
     const bool mine = lane >= r0 && lane < r0 + nr;
@@ -135,7 +135,7 @@ struct ChunkStager {
   }
   // Chunk `chunk` of the group into stage `stage`: its runs of rows (kv_view.hpp), one from
   // slot key0, or one per page it touches.
-  PACKFA_DEV void stage(int chunk, int stage) const {
+  PACKFA_DEV_STAGE void stage(int chunk, int stage) const {
     const int lane = arch::lane_id();
     const int key0 = lo + chunk * T::kChunk;
     const int n = min(T::kChunk, hi - key0);

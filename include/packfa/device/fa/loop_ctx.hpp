@@ -24,7 +24,9 @@ template <class T>
 struct LoopCtx {
   const FaKernelParams& p;
   FaSmem<T> sm;
-  WaveSmem<T> ws;
+  const RowInfo* rows;  // sm.rows()
+  float* pbuf;          // this wave's P (WaveSmem::p)
+  float* corr;          // this wave's row corrections (WaveSmem::corr)
   const ScoreEdit& edit;
   const BlockKeys& keys;
   int nrows;  // rows of the block that exist (rows past them: zero Q, empty key range)

@@ -40,9 +40,9 @@ struct LaneLoop {
     const int key = key0 + lane;
     float s[RMAX];
     qk_lane<T>(s, stage, c.sm, qs_rows, c.nrows, c.b16, c.p.scale);
-    const RowInfo* rows = c.sm.rows();
-    float* pbuf = c.ws.p();
-    float* corr_s = c.ws.corr();
+    const RowInfo* rows = c.rows;
+    float* pbuf = c.pbuf;
+    float* corr_s = c.corr;
     // All RMAX rows (rows >= nrows have an empty key range and are never written out): no
     // early exit, so the rows' independent shuffle chains overlap.
 #pragma unroll

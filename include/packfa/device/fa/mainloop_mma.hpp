@@ -32,7 +32,7 @@ struct MmaLoop {
     // (rows past nrows get scores too: computed, never written)
     const bool whole = !c.edit.extras && key0 >= c.keys.all_lo && key0 + T::kChunk <= c.keys.all_hi;
     const int g = lane >> 2, t2 = 2 * (lane & 3);
-    const RowInfo* rows = c.sm.rows();
+    const RowInfo* rows = c.rows;
     float sc[T::kChunk / 8][4];
     qk_mma<T>(sc, qa, qsc, stage, c.b16, c.p.scale);
     PvOperands<NT> op;

@@ -33,7 +33,7 @@ struct QLoader {
     return QLoader{p, br, wave, lane, 1.0f / static_cast<float>(p.gqa)};
   }
   // Items k0 .. k0 + B - 1 of this wave (past the end: 0), smoothing applied.
-  PACKFA_DEV void load(int k0, float (&x)[B]) const {
+  PACKFA_DEV_STAGE void load(int k0, float (&x)[B]) const {
     int64_t idx[B];
     int dim[B];
     bool ok[B];

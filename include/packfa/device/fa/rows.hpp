@@ -36,12 +36,12 @@ PACKFA_DEV BlockRows block_rows(const FaKernelParams& p) {
 struct QueryPos {
   const FaKernelParams& p;
   int b, kv_len;
-  PACKFA_DEV int raw(int qi) const {
+  PACKFA_DEV_STAGE int raw(int qi) const {
     return p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + qi] : kv_len - p.nq + qi;
   }
   // clamped into [-1, kv_len]: every in-contract position is unchanged, and the key-range
   // arithmetic cannot overflow
-  PACKFA_DEV int operator()(int qi) const { return min(max(raw(qi), -1), kv_len); }
+  PACKFA_DEV_STAGE int operator()(int qi) const { return min(max(raw(qi), -1), kv_len); }
 };
 
 // The block's keys, straight from the lengths (no shared memory, no barrier: the first chunk's
