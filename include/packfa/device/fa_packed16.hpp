@@ -78,7 +78,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   q.load(0, xq);
 
   // ---- keys of this block, then the wave's first chunk in flight during the Q set-up ---------
-  const QueryPos pos{p, br.b, kv_len};
+  const QueryPos pos{p, p.q_pos, br.b, kv_len};
   BlockKeys keys = block_keys<T::kChunk>(p, br, pos, kv_len);
   const ChunkGroup group = chunk_group<T::kClaims, T::kChunk>(p, br, keys.lo, keys.hi);
   keys_seen_by_all(keys, p);

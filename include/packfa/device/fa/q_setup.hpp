@@ -28,9 +28,13 @@ struct QLoader {
   BlockRows br;
   int wave, lane;
   float inv_gqa;
+  // Q and the smoothing factors, read from the parameters here, in the kernel: HIP then knows
+  // them for global pointers (read inside load() they became flat loads on gfx11).
+  const void* q;
+  const float* smooth;
 
   PACKFA_DEV static QLoader make(const FaKernelParams& p, const BlockRows& br, int wave, int lane) {
-    return QLoader{p, br, wave, lane, 1.0f / static_cast<float>(p.gqa)};
+    return QLoader{p, br, wave, lane, 1.0f / static_cast<float>(p.gqa), p.q, p.smooth};
   }
   // Items k0 .. k0 + B - 1 of this wave (past the end: 0), smoothing applied.
   PACKFA_DEV_STAGE void load(int k0, float (&x)[B]) const {
@@ -53,16 +57,16 @@ struct QLoader {
       for (int k = 0; k < B; ++k) x[k] = ok[k] ? one(idx[k]) : 0.0f;
     };
     if (p.q_type == static_cast<int>(DType::f16)) {
-      load_all([&](int64_t i) { return arch::half_to_float(static_cast<const uint16_t*>(p.q)[i]); });
+      load_all([&](int64_t i) { return arch::half_to_float(static_cast<const uint16_t*>(q)[i]); });
     } else if (p.q_type == static_cast<int>(DType::f32)) {
-      load_all([&](int64_t i) { return static_cast<const float*>(p.q)[i]; });
+      load_all([&](int64_t i) { return static_cast<const float*>(q)[i]; });
     } else {
-      load_all([&](int64_t i) { return arch::bf16_to_float(static_cast<const uint16_t*>(p.q)[i]); });
+      load_all([&](int64_t i) { return arch::bf16_to_float(static_cast<const uint16_t*>(q)[i]); });
     }
-    if (p.smooth) {
+    if (smooth) {
       PACKFA_UNROLL
       for (int k = 0; k < B; ++k)
-        if (ok[k]) x[k] *= p.smooth[static_cast<int64_t>(br.kvh) * D + dim[k]];
+        if (ok[k]) x[k] *= smooth[static_cast<int64_t>(br.kvh) * D + dim[k]];
     }
   }
 

@@ -33,11 +33,14 @@ PACKFA_DEV BlockRows block_rows(const FaKernelParams& p) {
 }
 
 // Query positions: q_pos, else the last nq positions of the sequence.
+// q_pos is read from the parameters by the kernel (QueryPos{p, p.q_pos, ...}): read here it
+// became a flat load on gfx11.
 struct QueryPos {
   const FaKernelParams& p;
+  const int32_t* q_pos;
   int b, kv_len;
   PACKFA_DEV_STAGE int raw(int qi) const {
-    return p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + qi] : kv_len - p.nq + qi;
+    return q_pos ? q_pos[static_cast<int64_t>(b) * p.nq + qi] : kv_len - p.nq + qi;
   }
   // clamped into [-1, kv_len]: every in-contract position is unchanged, and the key-range
   // arithmetic cannot overflow
