@@ -25,10 +25,10 @@ cases after that many seconds.
 Causal prefill (packfa's rule: the nq rows are the last nq positions, row i sees keys j <= kv - nq + i,
 "bottom-right" aligned). SDPA's is_causal=True is top-left aligned (row i sees j <= i) and equals
 packfa's rule only when nq == kv; for nq < kv (a cached prefix) SDPA gets the same visibility through
-an explicit attn_mask, tril(ones(nq, kv), kv - nq) as fp16 0 / -inf built once ("+mask" variants, each
-backend that takes a mask) and through torch.nn.attention.bias.causal_lower_right ("bias" variants: that object dispatches
-itself to flash, then efficient attention, then a materialized mask, regardless of the enabled backend; never
-cuDNN). Folding GQA into query rows is not exact under a causal mask, so causal rows use enable_gqa or
+an explicit attn_mask, tril(ones(nq, kv), kv - nq) as fp16 0 / -inf built once ("+mask" variants,
+each backend that takes a mask) and through torch.nn.attention.bias.causal_lower_right ("bias"
+variants: that object dispatches itself to flash, then efficient attention, then a materialized mask,
+regardless of the enabled backend; never cuDNN). Folding GQA into query rows is not exact under a causal mask, so causal rows use enable_gqa or
 K/V repeated to every query head before the timed calls ("repeat").
 """
 import argparse
