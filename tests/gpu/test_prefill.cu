@@ -316,7 +316,7 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
     REQUIRE(sel.ok());
   }
   const bool want = prefill_expected(p);
-  if (x.want_prefill && prefill_device()) {
+  if (x.want_prefill && prefill_device() && min_rows() <= 64) {  // a larger threshold from the environment: the rule decides
     INFO("the case itself is below the prefill rule: nq=" << p.nq << " rows=" << p.nq * (p.n_q_heads / p.n_kv_heads));
     REQUIRE(want);
   }
@@ -469,7 +469,7 @@ TEST_CASE("prefill: window, mask, softcap, sinks, ALiBi, positions, smoothing, b
     }
     ProblemConfig c = pcfg(128, vf, 200, 8, 2, 300);
     c.window = 150;
-    c.causal = false;  // a window on both sides of nothing: keys j > pos - window up to kv_len
+    c.causal = false;  // non-causal with a window: keys pos - window < j < kv_len
     check(c);
     c = pcfg(128, vf, 200, 8, 2, 300);
     c.mask = true;
@@ -649,6 +649,7 @@ TEST_CASE("prefill: dispatch — small nq to decode, the threshold, the rule", "
   // the edge in rows, with 1 and 4 q heads per KV head
   for (int group : {1, 4}) {
     const int nq_at = std::max(17, (T + group - 1) / group);  // smallest nq > 16 with nq·group >= T
+    if (nq_at > 4096) continue;  // a threshold from the environment beyond this file's cost bound
     for (int nq : {nq_at - 1, nq_at}) {
       if (nq <= 0) continue;
       ProblemConfig c = pcfg(128, VFormat::q8_0, nq, 2 * group, 2, 100);
