@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kM = L::kM;
   constexpr float kLog2e = 1.4426950408889634f;
-  extern __shared__ __align__(128) char smem[];
+  extern __shared__ __align__(1024) char smem[];
   int* s_pos = reinterpret_cast<int*>(smem + L::kPos);
 
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
@@ -111,11 +111,8 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   const Plane pks{p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq};
   const Plane pv{p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq};
   const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
-  auto stage = [&](int t, int slot) {
-#ifdef PACKFA_PREFILL_DEV
-    if (p.pool0 & 16) return;
-#endif
-    char* raw = smem + L::kRaw + slot * L::kRawBytes;
+  auto stage = [&](int t) {  // raw ring slot t & 1
+    char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
     const int t0 = lo + t * kN;
     constexpr int kT = L::kThreads;
     stage_plane<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk, view, t0, hi, tid);
@@ -130,13 +127,24 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
       stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs, view, t0, hi, tid);
     arch::copy_async_commit();
   };
-  auto widen = [&](int slot, int buf) {
-#ifdef PACKFA_PREFILL_DEV
-    if (p.pool0 & 1) return;
-#endif
-    widen_tile<D, VF, QK>(smem + L::kRaw + slot * L::kRawBytes, smem + L::kK + buf * L::kTileBytes,
-                          smem + L::kV + buf * L::kTileBytes, p.k_block, tid);
+  auto widen = [&](int t) {  // raw slot t & 1 -> fp16 slot t % 3
+    widen_tile<D, VF, QK>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + (t % 3) * L::kTileBytes,
+                          smem + L::kV + (t % 3) * L::kTileBytes, p.k_block, tid);
     wgmma::fence_smem_for_mma();
+  };
+  const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * wg * (L::kSwizzle ? 128 : 16);
+  auto scores = [&](int t, float (&acc)[kN / 2]) {  // S = Q·K^T of tile t (64 x kN per warpgroup), issued
+    const uint32_t k_addr = wgmma::smem_addr(smem + L::kK + (t % 3) * L::kTileBytes);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      if constexpr (L::kSwizzle)  // K-major, 128-byte swizzle: 16 values = 32 bytes along a row
+        wgmma::mma_ss<kN>(acc, wgmma::smem_desc_sw128(q_addr + (kk >> 2) * kM * 128 + (kk & 3) * 32, 16, 1024),
+                          wgmma::smem_desc_sw128(k_addr + (kk >> 2) * kN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
+      else
+        wgmma::mma_ss<kN>(acc, wgmma::smem_desc(q_addr + 2 * kk * kM * 16, kM * 16, 128),
+                          wgmma::smem_desc(k_addr + 2 * kk * kN * 16, kN * 16, 128), kk > 0);
+    wgmma::commit();
   };
 
   float o[D / 2];
@@ -147,38 +155,34 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   const bool extras = softcap > 0.0f || p.mask || p.alibi_n2 > 0;
   const float sc2 = p.scale * kLog2e, inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
 
+  // Pipeline (decision "prefill-pipeline"): raw tiles stream two ahead (cp.async ring of 2),
+  // fp16 tiles are widened two ahead (ring of 3), and the scores of tile t + 1 are on the
+  // tensor cores while the softmax of tile t runs; P·V of tile t overlaps the widening.
+  float s[kN / 2], sn[kN / 2];
   if (n_tiles > 0) {
-    stage(0, 0);
-    if (n_tiles > 1) stage(1, 1);
+    stage(0);
+    if (n_tiles > 1) stage(1);
     if (n_tiles > 1) arch::copy_async_wait<1>(); else arch::copy_async_wait<0>();
     __syncthreads();
-    widen(0, 0);
-    __syncthreads();
-  }
-  const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * wg * 16;
-  for (int t = 0; t < n_tiles; ++t) {
-    const int buf = t & 1, t0 = lo + t * kN;
-    // scores: S = Q·K^T (64 x kN per warpgroup)
-    float s[kN / 2];
-    const uint32_t k_addr = wgmma::smem_addr(smem + L::kK + buf * L::kTileBytes);
-    wgmma::fence();
-#ifdef PACKFA_PREFILL_DEV
-    if (!(p.pool0 & 8))
-#endif
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma::mma_ss<kN>(s, wgmma::smem_desc(q_addr + 2 * kk * kM * 16, kM * 16, 128),
-                        wgmma::smem_desc(k_addr + 2 * kk * kN * 16, kN * 16, 128), kk > 0);
-    wgmma::commit();
+    widen(0);
+    if (n_tiles > 1) {
+      arch::copy_async_wait<0>();
+      __syncthreads();
+      widen(1);
+    }
+    __syncthreads();  // fp16 slots 0, 1 ready; raw slot 0 free
+    if (n_tiles > 2) stage(2);
+    scores(0, s);
     wgmma::wait<0>();
+  }
+  for (int t = 0; t < n_tiles; ++t) {
+    const int t0 = lo + t * kN;
+    if (t + 1 < n_tiles) scores(t + 1, sn);
 
     // edits, visibility (three variants, so the common one is short), online softmax
     const bool full = t0 + kN <= kv_len && (!p.causal || t0 + kN - 1 <= min_pos) &&
                       (p.window <= 0 || t0 > max_pos - p.window);
     const int kb = t0 + 2 * (lane % 4);  // key of s[4j + 2k + e] is kb + 8j + e
-#ifdef PACKFA_PREFILL_DEV
-    if (!(p.pool0 & 32)) {
-#endif
     if (!extras && full) {
 #pragma unroll
       for (int i = 0; i < kN / 2; ++i) s[i] *= sc2;
@@ -206,9 +210,6 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
           s[4 * j + v] = vis ? x * kLog2e : -INFINITY;
         }
     }
-#ifdef PACKFA_PREFILL_DEV
-    }
-#endif
     float corr[2];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -232,10 +233,12 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
         }
       l[k] = l[k] * corr[k] + sum;
     }
+    if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {  // the running max moved
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
-      o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+      for (int j = 0; j < D / 8; ++j) {
+        o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
+        o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+      }
     }
     // O += P·V
     uint32_t pf[kN / 16][4];
@@ -246,30 +249,34 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
       pf[kk][2] = cvt_half2(s[8 * kk + 4], s[8 * kk + 5]);
       pf[kk][3] = cvt_half2(s[8 * kk + 6], s[8 * kk + 7]);
     }
-    const uint32_t v_addr = wgmma::smem_addr(smem + L::kV + buf * L::kTileBytes);
+    const uint32_t v_addr = wgmma::smem_addr(smem + L::kV + (t % 3) * L::kTileBytes);
     wgmma::fence();
-#ifdef PACKFA_PREFILL_DEV
-    if (!(p.pool0 & 4))
-#endif
 #pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk) wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc(v_addr + 256 * kk, 128, kN * 16));
+    for (int kk = 0; kk < kN / 16; ++kk) {
+      if constexpr (L::kSwizzle)  // MN-major, 128-byte swizzle: 64-value blocks kN * 128 bytes apart
+        wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc_sw128(v_addr + 2048 * kk, kN * 128, 1024));
+      else
+        wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc(v_addr + 256 * kk, 128, kN * 16));
+    }
     wgmma::commit();
 
-    // meanwhile: widen tile t + 1 (staged one tile ago), stage tile t + 2 into the freed slot
-    if (t + 1 < n_tiles) {
+    // meanwhile: widen tile t + 2 (its raw bytes landed), stage tile t + 3 into the raw slot
+    // tile t + 1 left (widened one iteration ago)
+    if (t + 2 < n_tiles) {
       arch::copy_async_wait<0>();
-      __syncthreads();
-      widen((t + 1) & 1, buf ^ 1);
-      __syncthreads();  // every thread is done reading raw slot (t + 1) & 1 ... and t & 1
-      if (t + 2 < n_tiles) stage(t + 2, t & 1);
+      __syncthreads();  // every thread's copies landed; fp16 slot (t + 2) % 3 = (t - 1) % 3 is read by no one
+      widen(t + 2);
+      __syncthreads();  // slot (t + 2) % 3 complete before tile t + 2's scores
+      if (t + 3 < n_tiles) stage(t + 3);
     }
-    wgmma::wait<0>();
+    wgmma::wait<0>();  // scores of t + 1 and P·V of t
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)
       hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) hold(o[i]);
-    __syncthreads();  // the next tile's buffers are complete; this tile's are free
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) s[i] = sn[i];
   }
 
   pdl::launch_dependents();

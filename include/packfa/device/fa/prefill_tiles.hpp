@@ -22,8 +22,17 @@ template <int D, VFormat VF, QKMode QK>
 struct PrefillLayout {
   static constexpr int kThreads = 256;           // two warpgroups
   static constexpr int kM = 128;                 // query rows per block, 64 per warpgroup
+#ifndef PACKFA_PREFILL_KN
   static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile
+#else
+  static constexpr int kN = D <= 128 ? PACKFA_PREFILL_KN : 32;
+#endif
   static constexpr bool kF16K = QK == QKMode::f16;
+#if defined(PACKFA_PREFILL_SWIZZLE)
+  static constexpr bool kSwizzle = D % 64 == 0 && PACKFA_PREFILL_SWIZZLE;
+#else
+  static constexpr bool kSwizzle = false;
+#endif
   static constexpr int kKRow = kF16K ? 2 * D : D;
   static constexpr int kKPitch = odd16(kKRow);
   static constexpr int kVRow = static_cast<int>(v_row_bytes(VF, D));
@@ -37,7 +46,7 @@ struct PrefillLayout {
   static constexpr int kTileBytes = kN * D * 2;
   static constexpr int kRawK = 0, kRawKs = kRawK + kN * kKPitch, kRawV = kRawKs + kN * kKsPitch,
                        kRawVs = kRawV + kN * kVPitch, kRawBytes = kRawVs + kN * kVsPitch;
-  static constexpr int kQ = 0, kK = kQ + kQBytes, kV = kK + 2 * kTileBytes, kRaw = kV + 2 * kTileBytes;
+  static constexpr int kQ = 0, kK = kQ + kQBytes, kV = kK + 3 * kTileBytes, kRaw = kV + 3 * kTileBytes;  // fp16 rings of 3
   static constexpr int kPos = kRaw + 2 * kRawBytes;  // the block's min / max position (2 ints)
   static constexpr int kBytes = kPos + 16;
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
@@ -146,10 +155,22 @@ PACKFA_DEV uint32_t bf16x2_to_half2(uint32_t w) {
   return cvt_half2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
 }
 
+// Byte offset of 8 head-dim values (chunk c8 = d / 8) of `row` in an fp16 tile of `rows` rows.
+// Interleaved: [D / 8][rows][8] (core matrices of 8 rows, 128 contiguous bytes). Swizzled
+// (128-byte mode, head_dim a multiple of 64): [D / 64][rows][64] with the 16-byte chunk index
+// XORed by row % 8 (decision "prefill-swizzle": the tensor cores then read 128-byte rows
+// without bank conflicts).
+template <bool kSwizzle>
+PACKFA_DEV int tile_off(int rows, int row, int c8) {
+  if constexpr (kSwizzle) return (c8 >> 3) * rows * 128 + row * 128 + (((c8 & 7) ^ (row & 7)) << 4);
+  else return c8 * rows * 16 + row * 16;
+}
+
 // Writes 16 widened values (head-dim chunk c16 of row `row`) into an MMA-layout tile of `rows`.
+template <bool kSwizzle>
 PACKFA_DEV void put16(char* tile, int rows, int row, int c16, const uint32_t (&h)[8]) {
-  *reinterpret_cast<uint4*>(tile + (2 * c16) * rows * 16 + row * 16) = make_uint4(h[0], h[1], h[2], h[3]);
-  *reinterpret_cast<uint4*>(tile + (2 * c16 + 1) * rows * 16 + row * 16) = make_uint4(h[4], h[5], h[6], h[7]);
+  *reinterpret_cast<uint4*>(tile + tile_off<kSwizzle>(rows, row, 2 * c16)) = make_uint4(h[0], h[1], h[2], h[3]);
+  *reinterpret_cast<uint4*>(tile + tile_off<kSwizzle>(rows, row, 2 * c16 + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
 }
 
 template <int D, VFormat VF, QKMode QK>
@@ -167,7 +188,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, int k_block, int
       const uint32_t s = splat(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * (16 * c / k_block)));
       widen16_i8(*reinterpret_cast<const uint4*>(kr + 16 * c), s, h);
     }
-    put16(kt, kN, key, c, h);
+    put16<L::kSwizzle>(kt, kN, key, c, h);
 
     const char* vr = raw + L::kRawV + key * L::kVPitch;
     if constexpr (VF == VFormat::f16) {
@@ -196,7 +217,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, int k_block, int
       widen_n4(q.z, s, h[4], h[5]);
       widen_n4(q.w, s, h[6], h[7]);
     }
-    put16(vt, kN, key, c, h);
+    put16<L::kSwizzle>(vt, kN, key, c, h);
   }
 }
 
@@ -246,7 +267,7 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
         w.y = cvt_half2(x[8 * c + 2], x[8 * c + 3]);
         w.z = cvt_half2(x[8 * c + 4], x[8 * c + 5]);
         w.w = cvt_half2(x[8 * c + 6], x[8 * c + 7]);
-        *reinterpret_cast<uint4*>(sq + ((d0 / 8) + c) * L::kM * 16 + r * 16) = w;
+        *reinterpret_cast<uint4*>(sq + tile_off<L::kSwizzle>(L::kM, r, d0 / 8 + c)) = w;
       }
     }
   }

@@ -36,6 +36,13 @@ PACKFA_DEV uint64_t smem_desc(uint32_t addr, uint32_t lead, uint32_t stride) {
          (static_cast<uint64_t>((stride >> 4) & 0x3FFF) << 32);
 }
 
+// The same in the 128-byte swizzle mode (rows of 128 bytes, 16-byte chunks XORed by row % 8,
+// 8-row atoms 1024-byte aligned): K-major `stride` = bytes between 8-row groups; MN-major
+// `lead` = bytes between 64-value blocks along N, `stride` = bytes between 8-row groups along K.
+PACKFA_DEV uint64_t smem_desc_sw128(uint32_t addr, uint32_t lead, uint32_t stride) {
+  return smem_desc(addr, lead, stride) | (1ull << 62);
+}
+
 PACKFA_DEV uint32_t smem_addr(const void* p) {
 #if defined(__CUDA_ARCH__)
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
