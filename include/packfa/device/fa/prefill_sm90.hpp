@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
     stage_plane<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk, view, t0, hi, tid);
     if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
       if (p.k_block == 32)
-        stage_plane<kN, D / 16, piece_width(D / 16), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
+        stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
       else
         stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
     }

@@ -36,7 +36,8 @@ struct PrefillLayout {
   static constexpr int kKRow = kF16K ? 2 * D : D;
   static constexpr int kKPitch = odd16(kKRow);
   static constexpr int kVRow = static_cast<int>(v_row_bytes(VF, D));
-  static constexpr int kVWidth = kVRow % 16 == 0 ? 16 : (kVRow % 8 == 0 ? 8 : 4);  // the dispatcher checks the cache allows it
+  static constexpr int kVWidth = kVRow % 16 == 0 ? 16 : (kVRow % 8 == 0 ? 8 : (kVRow % 4 == 0 ? 4 : 2));  // the dispatcher checks the cache allows it
+  static constexpr int kKs32Row = D % 32 == 0 ? D / 16 : 2;  // scale row bytes, block 32 (head dims of 32s only)
   static constexpr int kKsPitch = kF16K ? 0 : round16(D / 16 * 2);  // scale rows (block 16 at most)
   static constexpr int kVPitch = odd16(kVRow);
   static constexpr int kVsPitch = VF == VFormat::q8_0_planar ? round16(D / 32 * 2) : 0;
