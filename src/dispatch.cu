@@ -193,7 +193,8 @@ void plan_claims(const AttnParams& p, Plan* pl) {
 // instance in the build, and cache rows that allow its copy widths.
 const PrefillInstance* prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
   const int min_rows = prefill_min_rows();
-  if (min_rows < 0 || rows < min_rows || f.cc_major != 9 || f.cc_minor != 0) return nullptr;
+  // up to 16 rows a sequence are decode / MTP rows: the decode kernel's row classes
+  if (min_rows < 0 || p.nq <= 16 || rows < min_rows || f.cc_major != 9 || f.cc_minor != 0) return nullptr;
   const int64_t blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + 127) / 128);
   if (!prefill_rows_from_env() && blocks * 2 < f.sms) return nullptr;
   const bool paged = p.paged.page_size > 0;

@@ -64,8 +64,12 @@ bool prefill_device() {
 }
 
 // The dispatch rule for a call whose options the prefill kernel supports (all cases here).
+// Not built (fa_prefill_built): D 256 with f16 K and f16 / bf16 V (shared memory).
 bool prefill_expected(const AttnParams& p) {
-  return prefill_device() && p.nq > 16 && static_cast<int64_t>(p.nq) * (p.n_q_heads / p.n_kv_heads) >= min_rows();
+  const bool built = !(p.head_dim == 256 && p.k.format == KFormat::f16 &&
+                       (p.v.format == VFormat::f16 || p.v.format == VFormat::bf16));
+  return prefill_device() && built && p.nq > 16 &&
+         static_cast<int64_t>(p.nq) * (p.n_q_heads / p.n_kv_heads) >= min_rows();
 }
 
 bool is_prefill(const KernelChoice& c) { return c.name.rfind("fa_prefill", 0) == 0; }

@@ -17,11 +17,70 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/pdl.hpp"
 
 namespace packfa::device::prefill {
+
+// ---- scores -------------------------------------------------------------------------------------
+// One chain of N k16 steps (head-dim values 16·kk0 ..) of S = Q·K^T into acc, issued and committed.
+template <class L, int N>
+PACKFA_DEV void qk_chain(uint32_t q_addr, const char* slot_k, int kk0, float (&acc)[L::kN / 2]) {
+  constexpr int kM = L::kM, kN = L::kN;
+  const uint32_t k_addr = wgmma::smem_addr(slot_k);
+  wgmma::fence();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int kk = kk0 + i;
+    if constexpr (L::kSwizzle)  // K-major, 128-byte swizzle: 16 values = 32 bytes along a row
+      wgmma::mma_ss<kN>(acc, wgmma::smem_desc_sw128(q_addr + (kk >> 2) * kM * 128 + (kk & 3) * 32, 16, 1024),
+                        wgmma::smem_desc_sw128(k_addr + (kk >> 2) * kN * 128 + (kk & 3) * 32, 16, 1024), i > 0);
+    else
+      wgmma::mma_ss<kN>(acc, wgmma::smem_desc(q_addr + 2 * kk * kM * 16, kM * 16, 128),
+                        wgmma::smem_desc(k_addr + 2 * kk * kN * 16, kN * 16, 128), i > 0);
+  }
+  wgmma::commit();
+}
+
+// packed16 K (decision "prefill-exact-qk"): the fp16 tile holds the exact int8 values, so one
+// chain per K scale block gives the block's exact integer sum (fp16 products of integers are
+// exact, and so are their fp32 sums), scaled as the decode kernel scales it:
+// s += isum_b · qd_b · kd_b (qd = 1 in the fp16-Q mode). Two accumulators: block b + 1 is on
+// the tensor cores while block b is scaled.
+template <class L, QKMode QK, int kBlk>
+PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf, const float* const (&qd_rows)[2],
+                           int lane, float (&sv)[L::kN / 2]) {
+  constexpr int kN = L::kN, kSteps = kBlk / 16, kNb = L::kD / kBlk;
+  constexpr int kAcc = L::kD <= 128 ? 2 : 1;  // D 256: one accumulator (the register file is full)
+  float acc[kAcc][kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) sv[i] = 0.0f;
+  qk_chain<L, kSteps>(q_addr, slot_k, 0, acc[0]);
+#pragma unroll
+  for (int b = 0; b < kNb; ++b) {
+    if (kAcc == 2 && b + 1 < kNb) {
+      qk_chain<L, kSteps>(q_addr, slot_k, (b + 1) * kSteps, acc[(b + 1) % kAcc]);
+      wgmma::wait<1>();
+    } else {
+      wgmma::wait<0>();
+    }
+    float qd[2] = {1.0f, 1.0f};
+    if constexpr (QK == QKMode::packed16_int8) qd[0] = qd_rows[0][b * kBlk / 32], qd[1] = qd_rows[1][b * kBlk / 32];
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+      const float2 kd = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        sv[4 * j + 2 * k] = fmaf(acc[b % kAcc][4 * j + 2 * k], kd.x * qd[k], sv[4 * j + 2 * k]);
+        sv[4 * j + 2 * k + 1] = fmaf(acc[b % kAcc][4 * j + 2 * k + 1], kd.y * qd[k], sv[4 * j + 2 * k + 1]);
+      }
+    }
+    if (kAcc == 1 && b + 1 < kNb) qk_chain<L, kSteps>(q_addr, slot_k, (b + 1) * kSteps, acc[0]);
+  }
+}
 
 // Per accumulator row: where its token sits and what edits its scores get.
 struct PrefillRow {
@@ -93,6 +152,9 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   load_q<D, VF, QK>(p, sq, b, kvh, r0, tid);
   __syncthreads();
   const int min_pos = s_pos[0], max_pos = s_pos[1];
+  // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
+  const float* qd_rows[2] = {reinterpret_cast<const float*>(smem + L::kQd) + (64 * wg + 16 * warp + lane / 4) * ((D + 31) / 32),
+                             reinterpret_cast<const float*>(smem + L::kQd) + (64 * wg + 16 * warp + lane / 4 + 8) * ((D + 31) / 32)};
 
   // the block's key range [lo, hi), lo on a tile boundary
   int hi = p.causal ? (max_pos + 1 < kv_len ? max_pos + 1 : kv_len) : kv_len;
@@ -129,22 +191,26 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   };
   auto widen = [&](int t) {  // raw slot t & 1 -> fp16 slot t % 3
     widen_tile<D, VF, QK>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + (t % 3) * L::kTileBytes,
-                          smem + L::kV + (t % 3) * L::kTileBytes, p.k_block, tid);
+                          smem + L::kV + (t % 3) * L::kTileBytes,
+                          reinterpret_cast<float*>(smem + L::kKsf + (t % 3) * L::kKsfBytes), p.k_block, tid);
     wgmma::fence_smem_for_mma();
   };
   const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * wg * (L::kSwizzle ? 128 : 16);
-  auto scores = [&](int t, float (&acc)[kN / 2]) {  // S = Q·K^T of tile t (64 x kN per warpgroup), issued
-    const uint32_t k_addr = wgmma::smem_addr(smem + L::kK + (t % 3) * L::kTileBytes);
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      if constexpr (L::kSwizzle)  // K-major, 128-byte swizzle: 16 values = 32 bytes along a row
-        wgmma::mma_ss<kN>(acc, wgmma::smem_desc_sw128(q_addr + (kk >> 2) * kM * 128 + (kk & 3) * 32, 16, 1024),
-                          wgmma::smem_desc_sw128(k_addr + (kk >> 2) * kN * 128 + (kk & 3) * 32, 16, 1024), kk > 0);
-      else
-        wgmma::mma_ss<kN>(acc, wgmma::smem_desc(q_addr + 2 * kk * kM * 16, kM * 16, 128),
-                          wgmma::smem_desc(k_addr + 2 * kk * kN * 16, kN * 16, 128), kk > 0);
-    wgmma::commit();
+  auto scores = [&](int t, float (&sv)[kN / 2]) {
+    const char* slot_k = smem + L::kK + (t % 3) * L::kTileBytes;
+    if constexpr (L::kF16K) {
+      qk_chain<L, D / 16>(q_addr, slot_k, 0, sv);
+      wgmma::wait<0>();
+    } else {
+      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % 3) * L::kKsfBytes);
+      if constexpr (D % 32 == 0) {
+        if (p.k_block == 32) {
+          qk_blocked<L, QK, 32>(q_addr, slot_k, ksf, qd_rows, lane, sv);
+          return;
+        }
+      }
+      qk_blocked<L, QK, 16>(q_addr, slot_k, ksf, qd_rows, lane, sv);
+    }
   };
 
   float o[D / 2];
@@ -156,9 +222,9 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   const float sc2 = p.scale * kLog2e, inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
 
   // Pipeline (decision "prefill-pipeline"): raw tiles stream two ahead (cp.async ring of 2),
-  // fp16 tiles are widened two ahead (ring of 3), and the scores of tile t + 1 are on the
-  // tensor cores while the softmax of tile t runs; P·V of tile t overlaps the widening.
-  float s[kN / 2], sn[kN / 2];
+  // fp16 tiles are widened two ahead (ring of 3); P·V of tile t overlaps the widening. (Issuing
+  // the next tile's scores before the softmax measured no gain on the H200: 180 vs 185 us.)
+  float s[kN / 2];
   if (n_tiles > 0) {
     stage(0);
     if (n_tiles > 1) stage(1);
@@ -172,12 +238,10 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
     }
     __syncthreads();  // fp16 slots 0, 1 ready; raw slot 0 free
     if (n_tiles > 2) stage(2);
-    scores(0, s);
-    wgmma::wait<0>();
   }
   for (int t = 0; t < n_tiles; ++t) {
     const int t0 = lo + t * kN;
-    if (t + 1 < n_tiles) scores(t + 1, sn);
+    scores(t, s);
 
     // edits, visibility (three variants, so the common one is short), online softmax
     const bool full = t0 + kN <= kv_len && (!p.causal || t0 + kN - 1 <= min_pos) &&
@@ -269,14 +333,12 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
       __syncthreads();  // slot (t + 2) % 3 complete before tile t + 2's scores
       if (t + 3 < n_tiles) stage(t + 3);
     }
-    wgmma::wait<0>();  // scores of t + 1 and P·V of t
+    wgmma::wait<0>();  // P·V of t
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)
       hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) hold(o[i]);
-#pragma unroll
-    for (int i = 0; i < kN / 2; ++i) s[i] = sn[i];
   }
 
   pdl::launch_dependents();

@@ -20,6 +20,7 @@ constexpr int odd16(int x) { return (round16(x) / 16) % 2 ? round16(x) : round16
 
 template <int D, VFormat VF, QKMode QK>
 struct PrefillLayout {
+  static constexpr int kD = D;
   static constexpr int kThreads = 256;           // two warpgroups
   static constexpr int kM = 128;                 // query rows per block, 64 per warpgroup
 #ifndef PACKFA_PREFILL_KN
@@ -49,9 +50,14 @@ struct PrefillLayout {
                        kRawVs = kRawV + kN * kVPitch, kRawBytes = kRawVs + kN * kVsPitch;
   static constexpr int kQ = 0, kK = kQ + kQBytes, kV = kK + 3 * kTileBytes, kRaw = kV + 3 * kTileBytes;  // fp16 rings of 3
   static constexpr int kPos = kRaw + 2 * kRawBytes;  // the block's min / max position (2 ints)
-  static constexpr int kBytes = kPos + 16;
+  // packed16 K: the fp16 tile holds the exact int8 values; their block scales as fp32,
+  // [D / 16 blocks at most][kN keys] per fp16 slot; Q's per-32-block scales [kM][D / 32].
+  static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kN * 4;
+  static constexpr int kKsf = kPos + 16, kQd = kKsf + 3 * kKsfBytes;
+  static constexpr int kBytes = kQd + (QK == QKMode::packed16_int8 ? kM * ((D + 31) / 32) * 4 : 0);
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
   static_assert(kBytes <= 227 * 1024, "shared memory of one sm_90 block");
+  static_assert(kKsf % 16 == 0, "aligned scale rows");
 };
 
 PACKFA_DEV uint32_t cvt_half2(float lo, float hi) {
@@ -175,7 +181,7 @@ PACKFA_DEV void put16(char* tile, int rows, int row, int c16, const uint32_t (&h
 }
 
 template <int D, VFormat VF, QKMode QK>
-PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, int k_block, int tid) {
+PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int k_block, int tid) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kItems = kN * D / 16;
   for (int i = tid; i < kItems; i += L::kThreads) {
@@ -185,9 +191,11 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, int k_block, int
     if constexpr (L::kF16K) {
       const uint4 a = *reinterpret_cast<const uint4*>(kr + 32 * c), b = *reinterpret_cast<const uint4*>(kr + 32 * c + 16);
       h[0] = a.x, h[1] = a.y, h[2] = a.z, h[3] = a.w, h[4] = b.x, h[5] = b.y, h[6] = b.z, h[7] = b.w;
-    } else {
-      const uint32_t s = splat(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * (16 * c / k_block)));
-      widen16_i8(*reinterpret_cast<const uint4*>(kr + 16 * c), s, h);
+    } else {  // exact int8 values (decision "prefill-exact-qk"); the block scale goes to ksf
+      widen16_i8(*reinterpret_cast<const uint4*>(kr + 16 * c), 0x3C003C00u, h);
+      const int blk = 16 * c / k_block;
+      if (16 * c == blk * k_block)
+        ksf[blk * kN + key] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
     }
     put16<L::kSwizzle>(kt, kN, key, c, h);
 
@@ -257,8 +265,9 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
       for (int e = 0; e < 32; ++e) {
         int q = arch::round_to_int(x[e] * inv);
         q = q < -127 ? -127 : (q > 127 ? 127 : q);
-        x[e] = static_cast<float>(q) * qd;
+        x[e] = static_cast<float>(q);  // exact in fp16; the scale is applied to the block's sum
       }
+      reinterpret_cast<float*>(sq + (L::kQd - L::kQ))[r * kBlocks + blk] = amax > 0.0f ? qd : 0.0f;
     }
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
