@@ -23,11 +23,7 @@ struct PrefillLayout {
   static constexpr int kD = D;
   static constexpr int kThreads = 256;           // two warpgroups
   static constexpr int kM = 128;                 // query rows per block, 64 per warpgroup
-#ifndef PACKFA_PREFILL_KN
-  static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile
-#else
-  static constexpr int kN = D <= 128 ? PACKFA_PREFILL_KN : 32;
-#endif
+  static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile (128 does not fit the rings' shared memory)
   static constexpr bool kF16K = QK == QKMode::f16;
 #if defined(PACKFA_PREFILL_SWIZZLE)
   static constexpr bool kSwizzle = D % 64 == 0 && PACKFA_PREFILL_SWIZZLE;
