@@ -3,17 +3,19 @@
 //
 // One block: 128 query rows (GQA rows packed as in decode: row r = token r / gqa, head
 // r % gqa of one KV head) against the visible keys of one sequence, in tiles of kN keys:
-//   stage  — cp.async streams the raw cache bytes of tile t + 1 (any K/V format, contiguous or
-//            paged) into a shared ring while tile t is computed;
-//   widen  — the block turns a raw tile into fp16 K and V tiles in the MMA layout (K: int8 ·
-//            block scale; V: its format's rule), ready one tile ahead;
-//   scores — S = Q·K^T on wgmma (fp16 in, fp32 out; Q fp16 in shared memory, quantized per
-//            32-block first in the int8 dot mode, so prefill and decode agree),
-//   edits + online softmax in fp32 registers, then O += P·V on wgmma (P from registers).
+//   stage  — cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
+//            paged) into a ring of two raw slots;
+//   widen  — the block turns raw tile t + 2 into fp16 K and V tiles in the MMA layout (ring
+//            of three): packed16 K as its exact int8 values (block scales beside, in fp32),
+//            V by its format's rule;
+//   scores — S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
+//            block, each exact integer block sum scaled as decode scales it ("prefill-exact-qk");
+//   edits + online softmax in fp32 registers, then O += P·V on wgmma (P from registers),
+//   running while the next tile is widened.
 // Why fp16 MMA for Q·K and not int8 (decision "prefill-f16-qk", docs/prefill.md): the K
-// scale varies per 32 values along head_dim, so int8 MMA partials need one int->float
-// convert and FMA per element per 32-block (4 per score at D = 128) on the FP32 pipe, which
-// the softmax already saturates; widening K once per tile costs 2·D/128 ops per score.
+// scale varies per 32 values along head_dim, so int8 MMA partials need an int->float convert
+// and FMA per score per 32-block on the FP32 pipe (conversions at quarter rate); exact
+// integer products on fp16 tensor cores give the same sums with fp32 accumulators.
 #pragma once
 
 #include <cstdint>
