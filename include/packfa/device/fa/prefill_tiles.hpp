@@ -126,11 +126,16 @@ PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0,
 constexpr int piece_width(int n) { return n % 16 == 0 ? 16 : (n % 8 == 0 ? 8 : (n % 4 == 0 ? 4 : 2)); }
 
 // ---- widening: 16 values of a raw row -> 8 fp16 pairs ------------------------------------------
-// int8 x4 -> fp16 pairs (exact: 0x64xx is 1024 + byte), times the scale pair s2.
-PACKFA_DEV void widen_i8x4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
+// int8 x4 -> fp16 pairs, exact (0x64xx is 1024 + byte); widen_i8x4 also times the scale pair s2.
+PACKFA_DEV void exact_i8x4(uint32_t x, uint32_t& lo, uint32_t& hi) {
   const uint32_t y = x ^ 0x80808080u;
-  lo = arch::hmul2(arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4140), 0x64806480u), s2);
-  hi = arch::hmul2(arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4342), 0x64806480u), s2);
+  lo = arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4140), 0x64806480u);
+  hi = arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4342), 0x64806480u);
+}
+PACKFA_DEV void widen_i8x4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
+  exact_i8x4(x, lo, hi);
+  lo = arch::hmul2(lo, s2);
+  hi = arch::hmul2(hi, s2);
 }
 // four nibbles (one per byte, 0..15) -> (n - 8) · s
 PACKFA_DEV void widen_n4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
@@ -148,11 +153,22 @@ PACKFA_DEV uint4 ld16_a2(const char* p) {
   return make_uint4(arch::byte_perm(w[0], w[1], 0x5432), arch::byte_perm(w[1], w[2], 0x5432),
                     arch::byte_perm(w[2], w[3], 0x5432), arch::byte_perm(w[3], w4, 0x5432));
 }
+// 16 int8 -> 8 fp16 pairs, times the scale pair s2 (kScaled = false: the exact integers).
+template <bool kScaled = true>
 PACKFA_DEV void widen16_i8(const uint4 q, uint32_t s2, uint32_t (&h)[8]) {
-  widen_i8x4(q.x, s2, h[0], h[1]);
-  widen_i8x4(q.y, s2, h[2], h[3]);
-  widen_i8x4(q.z, s2, h[4], h[5]);
-  widen_i8x4(q.w, s2, h[6], h[7]);
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kScaled)
+      widen_i8x4(w[i], s2, h[2 * i], h[2 * i + 1]);
+    else
+      exact_i8x4(w[i], h[2 * i], h[2 * i + 1]);
+  }
+}
+// 32 bytes of a shared raw row (16-byte aligned) as 8 words.
+PACKFA_DEV void ld32(const char* p, uint32_t (&h)[8]) {
+  const uint4 a = *reinterpret_cast<const uint4*>(p), b = *reinterpret_cast<const uint4*>(p + 16);
+  h[0] = a.x, h[1] = a.y, h[2] = a.z, h[3] = a.w, h[4] = b.x, h[5] = b.y, h[6] = b.z, h[7] = b.w;
 }
 PACKFA_DEV uint32_t bf16x2_to_half2(uint32_t w) {
   return cvt_half2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
@@ -185,10 +201,9 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
     uint32_t h[8];
     const char* kr = raw + L::kRawK + key * L::kKPitch;
     if constexpr (L::kF16K) {
-      const uint4 a = *reinterpret_cast<const uint4*>(kr + 32 * c), b = *reinterpret_cast<const uint4*>(kr + 32 * c + 16);
-      h[0] = a.x, h[1] = a.y, h[2] = a.z, h[3] = a.w, h[4] = b.x, h[5] = b.y, h[6] = b.z, h[7] = b.w;
+      ld32(kr + 32 * c, h);
     } else {  // exact int8 values (decision "prefill-exact-qk"); the block scale goes to ksf
-      widen16_i8(*reinterpret_cast<const uint4*>(kr + 16 * c), 0x3C003C00u, h);
+      widen16_i8<false>(*reinterpret_cast<const uint4*>(kr + 16 * c), 0u, h);
       const int blk = 16 * c / k_block;
       if (16 * c == blk * k_block)
         ksf[blk * kN + key] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
@@ -197,13 +212,11 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
 
     const char* vr = raw + L::kRawV + key * L::kVPitch;
     if constexpr (VF == VFormat::f16) {
-      const uint4 a = *reinterpret_cast<const uint4*>(vr + 32 * c), b = *reinterpret_cast<const uint4*>(vr + 32 * c + 16);
-      h[0] = a.x, h[1] = a.y, h[2] = a.z, h[3] = a.w, h[4] = b.x, h[5] = b.y, h[6] = b.z, h[7] = b.w;
+      ld32(vr + 32 * c, h);
     } else if constexpr (VF == VFormat::bf16) {
-      const uint4 a = *reinterpret_cast<const uint4*>(vr + 32 * c), b = *reinterpret_cast<const uint4*>(vr + 32 * c + 16);
-      h[0] = bf16x2_to_half2(a.x), h[1] = bf16x2_to_half2(a.y), h[2] = bf16x2_to_half2(a.z);
-      h[3] = bf16x2_to_half2(a.w), h[4] = bf16x2_to_half2(b.x), h[5] = bf16x2_to_half2(b.y);
-      h[6] = bf16x2_to_half2(b.z), h[7] = bf16x2_to_half2(b.w);
+      ld32(vr + 32 * c, h);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) h[e] = bf16x2_to_half2(h[e]);
     } else if constexpr (VF == VFormat::q8_0_planar) {
       const uint32_t s = splat(ld_u16(raw + L::kRawVs + key * L::kVsPitch + 2 * (c / 2)));
       widen16_i8(*reinterpret_cast<const uint4*>(vr + 16 * c), s, h);
