@@ -10,10 +10,14 @@
 // device work, not host launch latency. Also the pack -> attention -> combine chain
 // with/without PDL and in and out of a CUDA graph (issue 5, bench 8c). --trace (builds with
 // PACKFA_TRACE): a per-block timeline of one more call (include/packfa/device/trace.hpp).
+// --prefill (issue 17): instead of the decode sweep, prefill chunks (nq 512 / 2048 new rows
+// after a cached prefix of kv - nq keys, or non-causal over all kv keys), timed the same way,
+// with TFLOP/s = 4 · D · heads · (visible (row, key) pairs) / t: nq · kv pairs non-causal,
+// nq · kv − nq (nq − 1) / 2 causal (the rows are the last nq positions).
 //
 //   packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only] [--kv N] [--nq N] [--d N]
 //                [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline] [--splits N] [--trace]
-//                [--head-major]
+//                [--head-major] [--prefill [--causal on|off]]
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -176,10 +180,13 @@ struct Case {
   VFormat vf;
   KFormat kf;
   DotMode dot = DotMode::int8;
+  bool causal = true;  // the decode sweep runs causal (AttnParams' default); prefill rows both ways
 };
 
 struct Measured {
   double us = 0, bytes = 0, gbs = 0;
+  double flops = 0;     // 4 · D · heads · visible (row, key) pairs
+  double tflops = 0;
   double us_event = 0;  // the session-1..3 figure: events right around the call (see run())
   int splits = 0;
   std::string kernel;
@@ -355,6 +362,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.v.scale_strides = strides(vsrow);
   p.kv_len = kvlen;
   p.dot = c.dot;
+  p.causal = c.causal;
   int32_t* table = nullptr;
   if (g_paged > 0) {
     const int64_t per_seq = (cap + g_paged - 1) / g_paged;
@@ -442,6 +450,16 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   for (int l : L) keys += l;
   m.bytes = keys * (kslot + sslot + vslot + vsslot) + 2.0 * qn * 2;
   m.gbs = m.bytes / (m.us * 1e-6) / 1e9;
+  // visible (row, key) pairs: row i of a sequence of length l sits at l - nq + i and sees keys
+  // 0..pos when causal, all l keys otherwise
+  double pairs = 0;
+  for (int l : L)
+    for (int i = 0; i < c.nq; ++i) {
+      const int64_t pos = static_cast<int64_t>(l) - c.nq + i;
+      pairs += c.causal ? static_cast<double>(std::max<int64_t>(0, std::min<int64_t>(l, pos + 1))) : l;
+    }
+  m.flops = 4.0 * D * c.H * pairs;
+  m.tflops = m.flops / (m.us * 1e-6) / 1e12;
   m.splits = ch.num_splits;
   m.kernel = ch.name;
   for (auto& s : sets) {
@@ -638,11 +656,12 @@ int main(int argc, char** argv) {
   bool quick = false, chain_only = false, host_only = false;
   int reps = 60, only_kv = 0, only_nq = 0, only_d = 0;
   std::string only_v;
-  bool no_base = false;
+  bool no_base = false, prefill = false;
+  std::string only_causal;
   packfa::args::Parser ap("packfa-bench",
                           "usage: packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only]\n"
                           "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
-                          "                    [--splits N] [--trace] [--head-major]\n"
+                          "                    [--splits N] [--trace] [--head-major] [--prefill [--causal on|off]]\n"
                           "Decode / MTP sweep of fa_packed16_forward on the GPU (exits 1 without one).\n"
                           "  --reps N      timed calls per case (50..100000, default 60)\n"
                           "  --kv/--nq/--d/--v   run only the sweep's cases with that value\n"
@@ -652,30 +671,52 @@ int main(int argc, char** argv) {
                           "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
                           "  --trace       per-block timeline of one more call (PACKFA_TRACE builds)\n"
                           "  --paged N     read the cache as scrambled pages of N slots (16, 32, 64, 128, 256)\n"
-                          "  --host-overhead  only the host cost of one call (validate, forward enqueue)\n");
+                          "  --host-overhead  only the host cost of one call (validate, forward enqueue)\n"
+                          "  --prefill     prefill chunks instead of the decode sweep: nq 512, 2048 x kv 4096, 32768,\n"
+                          "                131072 x causal on/off x D 64, 128, 256 (q8_0 V; D 128 also f16 V), 32/8\n"
+                          "                heads, packed16 K; TFLOP/s over the visible pairs; no f16-K baseline,\n"
+                          "                no chain; --causal on|off keeps one of the two\n");
   ap.text("--json", &json)
       .flag("--quick", &quick)
       .integer("--reps", &reps, 50, 100000)
       .flag("--chain-only", &chain_only)
       .flag("--host-overhead", &host_only)
       .integer("--kv", &only_kv, 1, INT32_MAX)
-      .integer("--nq", &only_nq, 1, 16)
+      .integer("--nq", &only_nq, 1, 65536)
       .integer("--d", &only_d, 1, 1024)
       .choice("--v", &only_v, {"f16", "q8_0", "q4_0", "q8_0_planar"})
       .flag("--no-baseline", &no_base)
       .integer("--splits", &g_splits, 0, 1024)
       .flag("--trace", &g_trace)
       .flag("--head-major", &g_head_major)
-      .integer("--paged", &g_paged, 16, 256);
+      .integer("--paged", &g_paged, 16, 256)
+      .flag("--prefill", &prefill)
+      .choice("--causal", &only_causal, {"on", "off"});
   int arg_rc = 0;
   if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
-  const bool filtered = only_kv || only_nq || only_d || !only_v.empty();
+  const bool filtered = only_kv || only_nq || only_d || !only_v.empty() || !only_causal.empty();
   if (chain_only && filtered) return ap.fail("--kv/--nq/--d/--v select sweep cases; --chain-only runs no sweep");
+  if (chain_only && prefill) return ap.fail("--prefill runs the prefill cases; --chain-only runs none");
+  if (!only_causal.empty() && !prefill) return ap.fail("--causal selects prefill cases; add --prefill");
   if (g_paged && ((g_paged & (g_paged - 1)) != 0)) return ap.fail("--paged: a power of two, 16..256");
   if (g_paged && g_head_major) return ap.fail("--paged reads the token-major cache; drop --head-major");
 
   std::vector<Case> cases;
-  if (!chain_only) {
+  if (prefill) {  // issue 17: the default list below stays as it is (decode A/B compares it)
+    struct DV {
+      int D;
+      VFormat vf;
+    };
+    for (int nq : {512, 2048})
+      for (int kv : {4096, 32768, 131072})
+        for (bool causal : {false, true})
+          for (DV dv : {DV{64, VFormat::q8_0}, DV{128, VFormat::q8_0}, DV{128, VFormat::f16}, DV{256, VFormat::q8_0}}) {
+            if (quick && (kv == 131072 || dv.D != 128)) continue;
+            Case c{dv.D, 32, 8, nq, 1, kv, dv.vf, KFormat::packed16};
+            c.causal = causal;
+            cases.push_back(c);
+          }
+  } else if (!chain_only) {
     for (int kv : {4096, 32768, 131072})
       for (int nq : {1, 4})
         for (int batch : {1, 16})
@@ -688,8 +729,11 @@ int main(int argc, char** argv) {
   }
   auto selected = [&](const Case& c) {
     return !((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
-             (!only_v.empty() && only_v != vname(c.vf)));
+             (!only_v.empty() && only_v != vname(c.vf)) || (!only_causal.empty() && (only_causal == "on") != c.causal));
   };
+  if (prefill && filtered && std::none_of(cases.begin(), cases.end(), selected))
+    return ap.fail("no prefill case matches --kv/--nq/--d/--v/--causal as given: nq 512 and 2048, kv 4096, 32768, "
+                   "131072 (not with --quick), d 64, 128, 256 (--quick: 128), V q8_0 (and f16 at d 128), causal on and off");
   if (filtered && std::none_of(cases.begin(), cases.end(), selected))  // explain an empty run
     return ap.fail("no case of the sweep matches --kv/--nq/--d/--v as given: the sweep has kv 4096, 32768, 131072 "
                    "(32768 not with --quick), nq 1 and 4, d 128 (all of them) and d 256 (kv 131072, nq 1)");
@@ -714,10 +758,30 @@ int main(int argc, char** argv) {
               g_head_major ? ", head-major cache" : "");
 
   std::string rows;
-  std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s %8s  %s\n", "D", "H/G", "nq", "batch", "kv", "V",
-              "dot", "us", "MB", "GB/s", "%copy", "f16K us", "speedup", "event us", "kernel");
+  if (prefill) {
+    std::printf("%-4s %-5s %-5s %-7s %-6s %-5s %-6s %10s %8s %10s  %s\n", "D", "H/G", "nq", "kv", "causal", "V", "dot",
+                "us", "TFLOP/s", "event us", "kernel");
+  } else {
+    std::printf("%-4s %-4s %-3s %-5s %-7s %-5s %-6s %9s %9s %8s %6s %9s %7s %8s  %s\n", "D", "H/G", "nq", "batch", "kv",
+                "V", "dot", "us", "MB", "GB/s", "%copy", "f16K us", "speedup", "event us", "kernel");
+  }
   for (const Case& c : cases) {
     if (!selected(c)) continue;
+    if (prefill) {  // no f16-K baseline: the prefill A/B is against SDPA (bench/peers/peer_bench.py --prefill)
+      const Measured m = run(c, reps, prop.l2CacheSize);
+      std::printf("%-4d %2d/%-2d %-5d %-7d %-6s %-5s %-6s %10.1f %8.1f %10.1f  %s s=%d\n", c.D, c.H, c.G, c.nq, c.kv,
+                  c.causal ? "yes" : "no", vname(c.vf), "int8", m.us, m.tflops, m.us_event, m.kernel.c_str(), m.splits);
+      char buf[1024];
+      std::snprintf(buf, sizeof buf,
+                    "%s{\"head_dim\":%d,\"n_q_heads\":%d,\"n_kv_heads\":%d,\"nq\":%d,\"batch\":%d,\"max_kv\":%d,"
+                    "\"causal\":%s,\"v_format\":\"%s\",\"k_format\":\"packed16\",\"dot\":\"int8\",\"median_us\":%.3f,"
+                    "\"flops\":%.0f,\"tflop_per_s\":%.2f,\"bytes\":%.0f,\"gb_per_s\":%.1f,\"splits\":%d,\"kernel\":\"%s\","
+                    "\"event_median_us\":%.3f}",
+                    rows.empty() ? "" : ",\n    ", c.D, c.H, c.G, c.nq, c.batch, c.kv, c.causal ? "true" : "false",
+                    vname(c.vf), m.us, m.flops, m.tflops, m.bytes, m.gbs, m.splits, m.kernel.c_str(), m.us_event);
+      rows += buf;
+      continue;
+    }
     const Measured m = run(c, reps, prop.l2CacheSize);
     Case base = c;
     base.kf = KFormat::f16;
@@ -738,10 +802,11 @@ int main(int argc, char** argv) {
                   mb.us_event);
     rows += buf;
   }
-  const ChainResult ch = filtered ? ChainResult{} : chain_bench(reps);
-  std::printf("\nchain pack->attention->combine, kv=4096 D=128 32/8 q8_0 (us per step):\n"
-              "  stream PDL off %.2f | stream PDL on %.2f | graph PDL off %.2f | graph PDL on %.2f\n",
-              ch.stream_off, ch.stream_on, ch.graph_off, ch.graph_on);
+  const ChainResult ch = filtered || prefill ? ChainResult{} : chain_bench(reps);
+  if (!prefill)
+    std::printf("\nchain pack->attention->combine, kv=4096 D=128 32/8 q8_0 (us per step):\n"
+                "  stream PDL off %.2f | stream PDL on %.2f | graph PDL off %.2f | graph PDL on %.2f\n",
+                ch.stream_off, ch.stream_on, ch.graph_off, ch.graph_on);
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) {
@@ -750,14 +815,14 @@ int main(int argc, char** argv) {
     }
     std::fprintf(f,
                  "{\n  \"gpu\": \"%s\",\n  \"sms\": %d,\n  \"date\": \"%s\",\n  \"commit\": \"%s\",\n"
-                 "  \"cache_layout\": \"%s\",\n"
+                 "  \"mode\": \"%s\",\n  \"cache_layout\": \"%s\",\n"
                  "  \"copy_gb_per_s\": %.1f,\n  \"method\": \"median_us: median of %d event-timed (40 us spin kernel + call) minus median of the spin kernel alone "
                  "(the device time the call adds behind a running kernel); event_median_us: spin kernel, event, call, event (the event delays the launch); "
                  "10 warm-ups, inputs rotated past L2; copy = 1 GiB D2D memcpy, bytes read+written\",\n"
                  "  \"cases\": [\n    %s\n  ],\n"
                  "  \"chain_kv4096\": {\"stream_pdl_off_us\": %.3f, \"stream_pdl_on_us\": %.3f, "
                  "\"graph_pdl_off_us\": %.3f, \"graph_pdl_on_us\": %.3f}\n}\n",
-                 prop.name, prop.multiProcessorCount, date, commit,
+                 prop.name, prop.multiProcessorCount, date, commit, prefill ? "prefill" : "decode",
                  g_paged ? (g_paged == 16 ? "paged16 (token-major pages, scrambled)" : g_paged == 32 ? "paged32" : g_paged == 64 ? "paged64" : g_paged == 128 ? "paged128" : "paged256")
                          : g_head_major ? "head-major [seq][head][slot]" : "token-major [seq][slot][head]", copy, reps,
                  rows.c_str(), ch.stream_off,

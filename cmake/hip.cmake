@@ -161,20 +161,45 @@ function(_packfa_hip_device_libs out_dir)
   set(${out_dir} ${dir} PARENT_SCOPE)
 endfunction()
 
+# Every .hip compile of packfa (library and ISA-gate code objects) defines these.
+set(_packfa_hip_defines __HIP_PLATFORM_AMD__=1 PACKFA_PDL=0)
+set(_packfa_hip_launcher)
+if(PACKFA_CCACHE)
+  set(_packfa_hip_launcher ${PACKFA_CCACHE})
+endif()
+
+# Compiler flags of a clang HIP compile written as a custom rule (shim library, code objects):
+# one list, so the library and the ISA gates' code objects cannot drift apart. No offload
+# arch: the callers add theirs.
+function(_packfa_hip_flags out)
+  cmake_parse_arguments(PARSE_ARGV 1 A "" "" "DEFINES;INCLUDE_DIRS")
+  set(flags)
+  if(PACKFA_HIP_MODE STREQUAL "shim")
+    _packfa_hip_device_libs(devlibs)
+    set(flags --rocm-device-lib-path=${devlibs})
+  endif()
+  list(APPEND flags -x hip -std=c++17 -O3 -fPIC -fno-gpu-rdc)
+  foreach(d ${_packfa_hip_defines} ${A_DEFINES})
+    list(APPEND flags -D${d})
+  endforeach()
+  foreach(dir ${A_INCLUDE_DIRS})
+    list(APPEND flags -I${dir})
+  endforeach()
+  set(${out} ${flags} PARENT_SCOPE)
+endfunction()
+
 function(packfa_add_hip_library target)
   cmake_parse_arguments(PARSE_ARGV 1 A "" "" "SOURCES;INCLUDE_DIRS;DEFINES")
   if(NOT PACKFA_HIP_TOOLCHAIN_FOUND)
     message(FATAL_ERROR "packfa_add_hip_library(${target}): no HIP toolchain (see cmake/hip.cmake)")
   endif()
-  set(defines __HIP_PLATFORM_AMD__=1 PACKFA_PDL=0 ${A_DEFINES})
-
   if(PACKFA_HIP_MODE STREQUAL "standard")
     set_source_files_properties(${A_SOURCES} PROPERTIES LANGUAGE HIP)
     add_library(${target} STATIC ${A_SOURCES})
     set_target_properties(${target} PROPERTIES HIP_ARCHITECTURES "${PACKFA_HIP_TARGETS}"
       HIP_STANDARD 17 HIP_STANDARD_REQUIRED ON POSITION_INDEPENDENT_CODE ON)
     target_include_directories(${target} PRIVATE ${A_INCLUDE_DIRS})
-    target_compile_definitions(${target} PRIVATE ${defines})
+    target_compile_definitions(${target} PRIVATE ${_packfa_hip_defines} ${A_DEFINES})
     target_compile_options(${target} PRIVATE -O3 -fno-gpu-rdc)
     if(TARGET hip::host)
       target_link_libraries(${target} INTERFACE hip::host)
@@ -186,21 +211,10 @@ function(packfa_add_hip_library target)
   endif()
 
   # ---- Debian shim: one custom rule per source ----
-  _packfa_hip_device_libs(devlibs)
-  set(flags -x hip -std=c++17 -O3 -fPIC -fno-gpu-rdc --rocm-device-lib-path=${devlibs})
+  _packfa_hip_flags(flags DEFINES ${A_DEFINES} INCLUDE_DIRS ${A_INCLUDE_DIRS})
   foreach(arch ${PACKFA_HIP_TARGETS})
     list(APPEND flags --offload-arch=${arch})
   endforeach()
-  foreach(d ${defines})
-    list(APPEND flags -D${d})
-  endforeach()
-  foreach(dir ${A_INCLUDE_DIRS})
-    list(APPEND flags -I${dir})
-  endforeach()
-  set(launcher)
-  if(PACKFA_CCACHE)
-    set(launcher ${PACKFA_CCACHE})
-  endif()
   set(objects)
   foreach(src ${A_SOURCES})
     get_filename_component(abs ${src} ABSOLUTE)
@@ -220,7 +234,7 @@ function(packfa_add_hip_library target)
       list(APPEND src_flags ${src_opts})
     endif()
     add_custom_command(OUTPUT ${obj}
-      COMMAND ${launcher} ${PACKFA_HIP_CLANG} ${flags} ${src_flags} -MD -MF ${obj}.d -c ${abs} -o ${obj}
+      COMMAND ${_packfa_hip_launcher} ${PACKFA_HIP_CLANG} ${flags} ${src_flags} -MD -MF ${obj}.d -c ${abs} -o ${obj}
       MAIN_DEPENDENCY ${abs}
       DEPFILE ${obj}.d
       COMMENT "HIP ${rel} (${PACKFA_HIP_TARGETS})"
@@ -240,24 +254,12 @@ function(packfa_add_hip_code_objects target)
     message(FATAL_ERROR "packfa_add_hip_code_objects(${target} SOURCES .. ARCHS <gfx..> OUTPUT_PREFIX <var>): needs a HIP toolchain")
   endif()
   if(PACKFA_HIP_MODE STREQUAL "shim")
-    _packfa_hip_device_libs(devlibs)
     set(compiler ${PACKFA_HIP_CLANG})
-    set(flags --rocm-device-lib-path=${devlibs})
   else()
     set(compiler ${CMAKE_HIP_COMPILER})
-    set(flags)
   endif()
-  list(APPEND flags -x hip -std=c++17 -O3 -fPIC -fno-gpu-rdc --cuda-device-only)  # the library's flags
-  foreach(d __HIP_PLATFORM_AMD__=1 PACKFA_PDL=0 ${A_DEFINES})
-    list(APPEND flags -D${d})
-  endforeach()
-  foreach(dir ${A_INCLUDE_DIRS})
-    list(APPEND flags -I${dir})
-  endforeach()
-  set(launcher)
-  if(PACKFA_CCACHE)
-    set(launcher ${PACKFA_CCACHE})
-  endif()
+  _packfa_hip_flags(flags DEFINES ${A_DEFINES} INCLUDE_DIRS ${A_INCLUDE_DIRS})  # the library's flags
+  list(APPEND flags --cuda-device-only)
   set(all)
   foreach(arch ${A_ARCHS})
     set(objects)
@@ -266,7 +268,7 @@ function(packfa_add_hip_code_objects target)
       get_filename_component(stem ${src} NAME_WE)
       set(obj ${CMAKE_CURRENT_BINARY_DIR}/${target}/${arch}/${stem}.co)
       add_custom_command(OUTPUT ${obj}
-        COMMAND ${launcher} ${compiler} ${flags} --offload-arch=${arch} -MD -MF ${obj}.d -c ${abs} -o ${obj}
+        COMMAND ${_packfa_hip_launcher} ${compiler} ${flags} --offload-arch=${arch} -MD -MF ${obj}.d -c ${abs} -o ${obj}
         MAIN_DEPENDENCY ${abs}
         DEPFILE ${obj}.d
         COMMENT "HIP device code ${stem} (${arch})"

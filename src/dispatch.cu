@@ -12,6 +12,7 @@
 #include "packfa/device/chunk_source.hpp"
 #include "packfa/device/combine_limits.hpp"
 #include "packfa/device/fa_instances.hpp"
+#include "packfa/device/fa/prefill_instances.hpp"
 #include "packfa/device/pack_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
@@ -51,6 +52,38 @@ Status gpu_error(const char* what, decltype(GPU(Success)) e) {
   return {Code::device_error, std::string(what) + ": " + detail::gpu_cause(e)};
 }
 
+const PrefillRegistry& prefill_registry() {
+  static PrefillRegistry* reg = [] {
+    auto* r = new PrefillRegistry();
+#if defined(PACKFA_HAS_PREFILL)
+    register_prefill_all(*r);  // kernels/fa_prefill_d<D>.cu (sm_90a)
+#endif
+    return r;
+  }();
+  return *reg;
+}
+
+// When a cc 9.0 device runs the prefill kernel instead of the decode kernel's row groups: at
+// least kPrefillMinRows query rows (GQA rows included) and blocks (128 rows each, one per KV
+// head and sequence) for half the multiprocessors — the prefill kernel has no split-KV, so
+// with fewer blocks the decode kernel's splits fill the GPU better (H200, 2026-12-01: 2048
+// rows at kv 4k, 256 blocks: prefill 185 us, decode path 323 us). PACKFA_PREFILL_MIN_ROWS
+// (read once) replaces both bounds by a row count alone (tests); PACKFA_PREFILL=0 turns it off.
+constexpr int kPrefillMinRows = 512;
+bool prefill_rows_from_env() {
+  static const bool set = std::getenv("PACKFA_PREFILL_MIN_ROWS") != nullptr;
+  return set;
+}
+int prefill_min_rows() {
+  static const int rows = [] {
+    const char* off = std::getenv("PACKFA_PREFILL");
+    if (off && off[0] == '0') return -1;
+    const char* env = std::getenv("PACKFA_PREFILL_MIN_ROWS");
+    return env ? std::max(1, std::atoi(env)) : kPrefillMinRows;
+  }();
+  return rows;
+}
+
 const FaRegistry& registry() {
   static FaRegistry* reg = [] {
     auto* r = new FaRegistry();
@@ -62,7 +95,7 @@ const FaRegistry& registry() {
 
 struct DeviceFacts {
   int sms = 0;
-  int cc_major = 0;
+  int cc_major = 0, cc_minor = 0;
   size_t smem_optin = 0;
 };
 Status device_facts(int dev, DeviceFacts* out) {
@@ -79,6 +112,7 @@ Status device_facts(int dev, DeviceFacts* out) {
   DeviceFacts f;
   f.sms = prop.multiProcessorCount;
   f.cc_major = prop.major;
+  f.cc_minor = prop.minor;
 #if defined(PACKFA_BACKEND_HIP)
   f.smem_optin = prop.sharedMemPerBlock;  // RDNA: 64 KB per workgroup
 #else
@@ -127,6 +161,7 @@ Status resident_blocks(const FaInstance* inst, int device, int* out);
 
 struct Plan {
   const FaInstance* inst = nullptr;
+  bool prefill = false;  // the prefill kernel (device/fa/prefill_sm90.hpp): one split, grid (row tiles, KV heads, batch)
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
   int pool0 = 0;       // static chunks per split when claims > 0
@@ -154,11 +189,51 @@ void plan_claims(const AttnParams& p, Plan* pl) {
   pl->pool0 = waves * std::max(2, per_wave * pct / 100);
 }
 
+// The prefill kernel for this call, or null: cc 9.0, at least prefill_min_rows() rows, an
+// instance in the build, and cache rows that allow its copy widths.
+const PrefillInstance* prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
+  const int min_rows = prefill_min_rows();
+  // up to 16 rows a sequence are decode / MTP rows: the decode kernel's row classes
+  if (min_rows < 0 || p.nq <= 16 || rows < min_rows || f.cc_major != 9 || f.cc_minor != 0) return nullptr;
+  const int64_t blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + 127) / 128);
+  if (!prefill_rows_from_env() && blocks * 2 < f.sms) return nullptr;
+  const bool paged = p.paged.page_size > 0;
+  const PrefillInstance& e = prefill_registry().table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(p.head_dim)]
+                                                   [static_cast<int>(p.v.format)];
+  if (!e.fa.kernel || static_cast<size_t>(e.fa.smem_bytes) > f.smem_optin) return nullptr;
+  if (copy_width(p.v.data, p.v.strides, v_row_bytes(p.v.format, p.head_dim)) < e.v_width) return nullptr;
+  if (p.v.format == VFormat::q8_0_planar &&
+      copy_width(p.v.scales, p.v.scale_strides, v_scale_row_bytes(p.v.format, p.head_dim)) < e.vs_width)
+    return nullptr;
+  if (p.k.format == KFormat::packed16 &&
+      copy_width(p.k.scales, p.k.scale_strides, 2 * p.head_dim / p.k.block) < (p.k.block == 32 ? e.ks_width32 : e.ks_width16))
+    return nullptr;
+  return &e;
+}
+
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
   PACKFA_TRY(validate(p));
   const QKMode qk = qk_mode(p);
   const int gqa = p.n_q_heads / p.n_kv_heads;
   const int rows = gqa * p.nq;
+  if (prefill_min_rows() > 0 && rows >= prefill_min_rows()) {
+    DeviceFacts f;
+    PACKFA_TRY(device_facts(device, &f));
+    if (const PrefillInstance* e = prefill_for(p, f, qk, rows)) {
+      out->inst = &e->fa;
+      out->prefill = true;
+      out->rows = rows;
+      out->row_groups = (rows + e->fa.rows_per_block - 1) / e->fa.rows_per_block;
+      out->splits = 1;
+      out->split_len = std::max(32, p.max_kv_len);
+      out->rclass = 0;
+      if (want_name)
+        out->name = std::string("fa_prefill<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +
+                    qk_name(qk) + ",m" + std::to_string(e->fa.rows_per_block) + (p.paged.page_size > 0 ? ",paged" : "") +
+                    ">";
+      return Status::Ok();
+    }
+  }
   // Smallest row class that holds all rows in one block; otherwise the largest, in groups.
   const int layout = p.paged.page_size > 0 ? 1 : 0;
   const auto& row_table =
@@ -493,7 +568,8 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
-  const dim3 grid(p.n_kv_heads, pl.splits, p.batch * pl.row_groups);  // kernel: blockIdx.x = KV head
+  const dim3 grid = pl.prefill ? dim3(pl.row_groups, p.n_kv_heads, p.batch)  // prefill: blockIdx.x = row tile
+                               : dim3(p.n_kv_heads, pl.splits, p.batch * pl.row_groups);  // decode: KV head
   PACKFA_TRY(launch(pl.inst->kernel, grid, dim3(pl.inst->threads), pl.inst->smem_bytes, stream, kp, opt));
   if (pl.splits > 1) {
     CombineParams cp{};

@@ -18,8 +18,18 @@ bytes / packfa bytes (what each must read: every visible key's K and V rows, Q a
 
 Out: <gpu>-<date>-<commit>-peers[-quick].json / .md and -peers-{kv,batch,nq}.png (matplotlib if
 present) in --out. --check first compares packfa and every SDPA variant with an fp32 reference
-on a few shapes (exit 1 at the end if any disagrees). --prefill adds nq 512 / 2048 non-causal rows
-(TFLOP/s = 4 nq kv D heads / t). --budget stops starting new cases after that many seconds.
+on a few shapes (exit 1 at the end if any disagrees). --prefill adds nq 512 / 2048 prefill rows,
+non-causal and causal (TFLOP/s = 4 D heads (visible row-key pairs) / t). --budget stops starting new
+cases after that many seconds.
+
+Causal prefill (packfa's rule: the nq rows are the last nq positions, row i sees keys j <= kv - nq + i,
+"bottom-right" aligned). SDPA's is_causal=True is top-left aligned (row i sees j <= i) and equals
+packfa's rule only when nq == kv; for nq < kv (a cached prefix) SDPA gets the same visibility through
+an explicit attn_mask, tril(ones(nq, kv), kv - nq) as fp16 0 / -inf built once ("+mask" variants,
+each backend that takes a mask) and through torch.nn.attention.bias.causal_lower_right ("bias"
+variants: that object dispatches itself to flash, then efficient attention, then a materialized mask,
+regardless of the enabled backend; never cuDNN). Folding GQA into query rows is not exact under a causal mask, so causal rows use enable_gqa or
+K/V repeated to every query head before the timed calls ("repeat").
 """
 import argparse
 import datetime
@@ -53,9 +63,12 @@ V_SCALE_ROW = {"q8_0_planar": lambda d: 2 * (d // 32)}
 
 # ---- cases -----------------------------------------------------------------------------------------
 def case(name, group, B=1, nq=1, H=32, G=8, D=128, kv=32768, v="q8_0", dot="int8", k="packed16", layout="token",
-         lens="uniform", prefill=False):
+         lens="uniform", prefill=False, causal=None):
+    # causal: decode rows causal (packfa's MTP semantics), prefill rows non-causal unless asked
+    if causal is None:
+        causal = not prefill
     return dict(name=name, group=group, batch=B, nq=nq, n_q_heads=H, n_kv_heads=G, head_dim=D, max_kv=kv,
-                v_format=v, dot=dot, k_format=k, layout=layout, lengths=lens, prefill=prefill)
+                v_format=v, dot=dot, k_format=k, layout=layout, lengths=lens, prefill=prefill, causal=bool(causal))
 
 
 def kname(kv):
@@ -128,7 +141,38 @@ def prefill_cases():
             for v in ("q8_0", "f16"):
                 cs.append(case("prefill nq %d, kv %s, %s V" % (nq, kname(kv), v), "prefill", nq=nq, kv=kv, v=v,
                                prefill=True))
+    # causal: a chunk after a cached prefix of kv - nq keys (SDPA: explicit lower-right mask / CausalBias) ...
+    for nq in (512, 2048):
+        for kv in (4096, 32768):
+            for v in ("q8_0", "f16"):
+                cs.append(case("prefill causal nq %d, kv %s (prefix %d), %s V" % (nq, kname(kv), kv - nq, v),
+                               "prefill_causal", nq=nq, kv=kv, v=v, prefill=True, causal=True))
+    # ... and whole prompts, nq == kv, where SDPA's is_causal=True is the same rule
+    for n in (2048, 4096, 8192):
+        for v in ("q8_0", "f16"):
+            cs.append(case("prefill causal nq %d, kv %s (no prefix), %s V" % (n, kname(n), v), "prefill_causal",
+                           nq=n, kv=n, v=v, prefill=True, causal=True))
     return cs
+
+
+def causal_kind(c):
+    """How SDPA gets packfa's visibility: "none", "is_causal" (nq == kv) or "lower_right" (nq < kv). Decode
+    rows: "none" (SDPA non-causal, see causal_of)."""
+    if not c["prefill"] or not c["causal"]:
+        return "none"
+    return "is_causal" if c["nq"] == c["max_kv"] else "lower_right"
+
+
+def visible_pairs(c):
+    """(row, key) pairs packfa computes: row i of a sequence of length L sits at L - nq + i."""
+    nq = c["nq"]
+    total = 0
+    for L in lengths(c):
+        if c["causal"]:
+            total += sum(max(0, min(L, L - nq + i + 1)) for i in range(nq)) if nq > L else nq * L - nq * (nq - 1) // 2
+        else:
+            total += nq * L
+    return total
 
 
 def plan_cases(cases, only=""):
@@ -149,11 +193,11 @@ def plan_cases(cases, only=""):
 
 def config_key(c):
     return tuple(c[k] for k in ("batch", "nq", "n_q_heads", "n_kv_heads", "head_dim", "max_kv", "v_format", "dot",
-                                "k_format", "layout", "lengths", "prefill"))
+                                "k_format", "layout", "lengths", "prefill", "causal"))
 
 
 def sdpa_key(c):  # SDPA reads every key of every sequence (padded batch), whatever packfa's format
-    return tuple(c[k] for k in ("batch", "nq", "n_q_heads", "n_kv_heads", "head_dim", "max_kv"))
+    return tuple(c[k] for k in ("batch", "nq", "n_q_heads", "n_kv_heads", "head_dim", "max_kv")) + (causal_kind(c),)
 
 
 def lengths(c):
@@ -282,17 +326,51 @@ def sdpa_backends():
     return out
 
 
-def sdpa_call(mode, q, k, v):
-    """q [B, H, nq, D]; k, v [B, G, L, D]; non-causal. Returns [B, H, nq, D]."""
+def lower_right_mask(nq, kv):
+    """packfa's causal rule as a boolean mask (True = attend): row i sees keys j <= kv - nq + i."""
+    return torch.ones(nq, kv, dtype=torch.bool, device="cuda").tril(diagonal=kv - nq)
+
+
+def lower_right_bias(nq, kv):
+    """The same as an additive fp16 SDPA attn_mask (0 / -inf), built once: a boolean attn_mask would be
+    converted to this inside every timed call."""
+    return torch.zeros(nq, kv, dtype=torch.float16, device="cuda").masked_fill(~lower_right_mask(nq, kv),
+                                                                               float("-inf"))
+
+
+def sdpa_call(mode, q, k, v, causal="none", mask=None):
+    """q [B, H, nq, D]; k, v [B, G, L, D] (mode "repeat": G == H, K/V already repeated). Returns [B, H, nq, D].
+    causal (causal_kind): "none"; "is_causal" (nq == L: SDPA's top-left rule is packfa's); "lower_right":
+    mask (lower_right_bias) as attn_mask, or for mode "bias" torch's CausalBias lower-right."""
     B, H, nq, D = q.shape
     G = k.shape[1]
-    if mode == "gqa":
-        if G == H:
-            return F.scaled_dot_product_attention(q, k, v)
-        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-    # fold: query head h = g * rep + r of KV head g becomes query row r * nq + i of head g
+    gqa = dict(enable_gqa=True) if G != H else {}
+    if causal == "lower_right":
+        if mode == "bias":
+            from torch.nn.attention.bias import causal_lower_right
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(nq, k.shape[2]), **gqa)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **gqa)
+    if causal == "is_causal":
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+    if mode in ("gqa", "repeat"):
+        return F.scaled_dot_product_attention(q, k, v, **gqa)
+    # fold: query head h = g * rep + r of KV head g becomes query row r * nq + i of head g (exact only
+    # without a causal mask)
     qf = q.reshape(B, G, (H // G) * nq, D)
     return F.scaled_dot_product_attention(qf, k, v).reshape(B, H, nq, D)
+
+
+def sdpa_variants(c, backends):
+    """(backend name, GQA mode) pairs to try for c; backend "bias" = CausalBias dispatching itself."""
+    kind, G, H = causal_kind(c), c["n_kv_heads"], c["n_q_heads"]
+    if kind == "none":
+        modes = ["gqa"] + (["fold"] if G != H else [])
+    else:
+        modes = ["gqa"] + (["repeat"] if G != H else [])
+    out = [(name, m) for name in backends for m in modes]
+    if kind == "lower_right":
+        out += [("bias", m) for m in modes]
+    return out
 
 
 def first_line(e):
@@ -300,13 +378,20 @@ def first_line(e):
     return (s[0] if s else type(e).__name__)[:200]
 
 
-def try_sdpa(backends, name, mode, q, k, v):
+def backend_ctx(backends, name):
+    if name == "bias":  # CausalBias picks its own kernel (torch/nn/attention/bias.py)
+        import contextlib
+        return contextlib.nullcontext()
+    return backends[name]()
+
+
+def try_sdpa(backends, name, mode, q, k, v, causal="none", mask=None):
     """Runs one eager call; returns (ok, reason)."""
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         try:
-            with backends[name]():
-                sdpa_call(mode, q, k, v)
+            with backend_ctx(backends, name):
+                sdpa_call(mode, q, k, v, causal, mask)
             torch.cuda.synchronize()
             return True, ""
         except Exception as e:  # noqa: BLE001 - unsupported shape / backend / torch version
@@ -322,24 +407,27 @@ def time_sdpa(c, args, l2, backends):
     k0 = torch.randn(B, G, kv, D, device="cuda", dtype=torch.float16)
     v0 = torch.randn(B, G, kv, D, device="cuda", dtype=torch.float16)
     sets = [(k0, v0)] + [(k0.clone(), v0.clone()) for _ in range(ns - 1)]
+    kind = causal_kind(c)
+    mask = lower_right_bias(nq, kv) if kind == "lower_right" else None
+    rsets = None  # K/V repeated to H heads ("repeat"), built once, outside the timed calls
     res, errs = {}, {}
-    for name in backends:
-        for mode in ("gqa", "fold"):
-            if mode == "fold" and G == H:
-                continue
-            key = "%s/%s" % (name, mode)
-            ok, why = try_sdpa(backends, name, mode, q, sets[0][0], sets[0][1])
-            if not ok:
-                errs[key] = why
-                continue
-            try:
-                with backends[name]():
-                    calls = [(lambda kk=kk, vv=vv: sdpa_call(mode, q, kk, vv)) for kk, vv in sets]
-                    res[key] = graph_time(calls, args)
-            except Exception as e:  # noqa: BLE001
-                errs[key] = "graph: " + first_line(e)
-                torch.cuda.synchronize()
-    del sets, k0, v0, q
+    for name, mode in sdpa_variants(c, backends):
+        key = "%s/%s" % (name, mode) + ("+mask" if kind == "lower_right" and name != "bias" else "")
+        if mode == "repeat" and rsets is None:
+            rsets = [(kk.repeat_interleave(H // G, 1), vv.repeat_interleave(H // G, 1)) for kk, vv in sets]
+        use = rsets if mode == "repeat" else sets
+        ok, why = try_sdpa(backends, name, mode, q, use[0][0], use[0][1], kind, mask)
+        if not ok:
+            errs[key] = why
+            continue
+        try:
+            with backend_ctx(backends, name):
+                calls = [(lambda kk=kk, vv=vv: sdpa_call(mode, q, kk, vv, kind, mask)) for kk, vv in use]
+                res[key] = graph_time(calls, args)
+        except Exception as e:  # noqa: BLE001
+            errs[key] = "graph: " + first_line(e)
+            torch.cuda.synchronize()
+    del sets, rsets, k0, v0, q, mask
     return res, errs
 
 
@@ -414,10 +502,10 @@ class Packfa:
 
 
 def causal_of(c):
-    # decode rows: causal (packfa's MTP semantics; identical visibility for one row); prefill: non-causal,
-    # as SDPA. SDPA runs non-causal throughout: for nq > 1 decode rows it sees up to nq - 1 more keys
-    # per row than packfa (< 0.05% of the work at kv >= 32k).
-    return not c["prefill"]
+    # decode rows: causal (packfa's MTP semantics; identical visibility for one row), SDPA non-causal: for
+    # nq > 1 decode rows it sees up to nq - 1 more keys per row than packfa (< 0.05% of the work at
+    # kv >= 32k). Prefill rows: as the case says, SDPA with the same visibility (causal_kind).
+    return c["causal"]
 
 
 def random_kv(B, kv, G, D):
@@ -459,7 +547,9 @@ def check_cases():
             case("check nq 4 kv 4k", "check", nq=4, kv=4096),
             case("check batch 4 varied kv 2k", "check", B=4, kv=2048, lens="varied"),
             case("check f16 K + f16 V kv 4k", "check", kv=4096, k="f16", v="f16"),
-            case("check prefill nq 512 kv 4k", "check", nq=512, kv=4096, prefill=True)]
+            case("check prefill nq 512 kv 4k", "check", nq=512, kv=4096, prefill=True),
+            case("check prefill causal nq 512 kv 4k", "check", nq=512, kv=4096, prefill=True, causal=True),
+            case("check prefill causal nq 1024 kv 1k", "check", nq=1024, kv=1024, prefill=True, causal=True)]
 
 
 def tolerance(c):
@@ -482,7 +572,9 @@ def run_checks(pf, backends):
             planes = pf.build(c, K, V)
             o = torch.empty_like(q)
             kv_len = torch.tensor(lens, dtype=torch.int32, device="cuda")
-            causal = nq == 1  # the checked rows are non-causal like SDPA (one decode row: the same)
+            # decode check rows non-causal like SDPA (one decode row: the same); prefill rows as the case says
+            causal = c["causal"] if c["prefill"] else nq == 1
+            kind = causal_kind(dict(c, causal=causal))
             pf.forward(pf.params(c, planes, q, o, kv_len, causal))
             torch.cuda.synchronize()
             qh = q.permute(0, 2, 1, 3).float()  # [B, H, nq, D]
@@ -490,30 +582,35 @@ def run_checks(pf, backends):
             for b in range(B):
                 kb = K[b, :lens[b]].float().permute(1, 0, 2).repeat_interleave(H // G, 0)  # [H, L, D]
                 vb = V[b, :lens[b]].float().permute(1, 0, 2).repeat_interleave(H // G, 0)
-                p = torch.softmax(qh[b] @ kb.transpose(1, 2) * D ** -0.5, dim=-1)
-                ref[b] = p @ vb
+                s = qh[b] @ kb.transpose(1, 2) * D ** -0.5
+                if causal:  # packfa's rule: row i at position L - nq + i
+                    s = s.masked_fill(~lower_right_mask(nq, lens[b]), float("-inf"))
+                ref[b] = torch.softmax(s, dim=-1) @ vb
             ref = ref.permute(0, 2, 1, 3)
             err = lambda a: ((a.float() - ref).norm() / ref.norm()).item()  # noqa: E731
             row["packfa_rel_err"] = err(o)
             good = row["packfa_rel_err"] < row["tolerance"]
             if c["lengths"] == "uniform":  # SDPA over the same fp16 K / V (padded batches would differ)
                 kh, vh = K.permute(0, 2, 1, 3).contiguous(), V.permute(0, 2, 1, 3).contiguous()
+                mask = lower_right_bias(nq, kv) if kind == "lower_right" else None
                 row["sdpa_rel_err"], row["packfa_vs_sdpa"] = {}, {}
-                for name in backends:
-                    for mode in ("gqa", "fold"):
-                        try:
-                            with warnings.catch_warnings():
-                                warnings.simplefilter("ignore")
-                                with backends[name]():
-                                    so = sdpa_call(mode, q.permute(0, 2, 1, 3).contiguous(), kh, vh)
-                            torch.cuda.synchronize()
-                        except Exception:  # noqa: BLE001 - not available for this shape: nothing to compare
-                            continue
-                        so = so.permute(0, 2, 1, 3)
-                        key = "%s/%s" % (name, mode)
-                        row["sdpa_rel_err"][key] = err(so)
-                        row["packfa_vs_sdpa"][key] = ((o.float() - so.float()).norm() / so.float().norm()).item()
-                        good &= row["sdpa_rel_err"][key] < 5e-3 and row["packfa_vs_sdpa"][key] < row["tolerance"]
+                for name, mode in sdpa_variants(dict(c, causal=causal), backends):
+                    kk, vv = kh, vh
+                    if mode == "repeat":
+                        kk, vv = kh.repeat_interleave(H // G, 1), vh.repeat_interleave(H // G, 1)
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            with backend_ctx(backends, name):
+                                so = sdpa_call(mode, q.permute(0, 2, 1, 3).contiguous(), kk, vv, kind, mask)
+                        torch.cuda.synchronize()
+                    except Exception:  # noqa: BLE001 - not available for this shape: nothing to compare
+                        continue
+                    so = so.permute(0, 2, 1, 3)
+                    key = "%s/%s" % (name, mode)
+                    row["sdpa_rel_err"][key] = err(so)
+                    row["packfa_vs_sdpa"][key] = ((o.float() - so.float()).norm() / so.float().norm()).item()
+                    good &= row["sdpa_rel_err"][key] < 5e-3 and row["packfa_vs_sdpa"][key] < row["tolerance"]
             row["ok"] = bool(good)
         except Exception as e:  # noqa: BLE001
             row["ok"], row["error"] = False, first_line(e)
@@ -556,11 +653,14 @@ def write_markdown(path, meta, rows, checks):
             r["bytes_ratio"], target_ratio(r), ("yes" if r["meets_target"] else "**no**") if sp else ""))
     pre = [r for r in rows if r.get("prefill") and not r.get("error")]
     if pre:
-        L += ["", "Prefill (non-causal, TFLOP/s = 4·nq·kv·D·heads / t):", "",
-              "| case | packfa µs | packfa TFLOP/s | SDPA best µs | SDPA TFLOP/s | speedup |", "|---|---|---|---|---|---|"]
+        L += ["", "Prefill (TFLOP/s = 4·D·heads·visible (row, key) pairs / t: nq·kv non-causal, nq·kv − nq(nq−1)/2 "
+              "causal; causal SDPA: is_causal when nq == kv, else a lower-right mask or CausalBias, see the backend):", "",
+              "| case | causal | packfa µs | packfa TFLOP/s | SDPA best µs | backend | SDPA TFLOP/s | speedup |",
+              "|---|---|---|---|---|---|---|---|"]
         for r in pre:
-            L.append("| %s | %.1f | %.1f | %s | %s | %s |" % (
-                r["name"], r["packfa_us"], r["packfa_tflops"], "%.1f" % r["sdpa_best_us"] if r.get("sdpa_best_us") else "n/a",
+            L.append("| %s | %s | %.1f | %.1f | %s | %s | %s | %s |" % (
+                r["name"], "yes" if r.get("causal") else "no", r["packfa_us"], r["packfa_tflops"],
+                "%.1f" % r["sdpa_best_us"] if r.get("sdpa_best_us") else "n/a", r.get("sdpa_best", "n/a"),
                 "%.1f" % r["sdpa_tflops"] if r.get("sdpa_tflops") else "", "%.2f×" % r["speedup"] if r.get("speedup") else ""))
     if checks:
         L += ["", "Correctness (--check, rel. L2 error vs an fp32 reference over the original fp16 K/V):", "",
@@ -703,7 +803,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--quick", action="store_true", help="the issue's table only")
     ap.add_argument("--check", action="store_true", help="compare outputs with an fp32 reference first")
-    ap.add_argument("--prefill", action="store_true", help="add nq 512 / 2048 non-causal rows")
+    ap.add_argument("--prefill", action="store_true",
+                    help="add prefill rows: nq 512 / 2048 x kv 4k / 32k non-causal and causal (cached prefix), "
+                         "causal nq == kv 2k / 4k / 8k")
     ap.add_argument("--only", default="", help="run the cases whose name contains this (alternatives: a|b)")
     ap.add_argument("--reps", type=int, default=30, help="timed replays per graph (at most)")
     ap.add_argument("--calls", type=int, default=20, help="calls per graph (at least the number of input sets)")
@@ -735,9 +837,12 @@ def main():
     meta["method"] = (
         "per backend one CUDA graph of N calls over S input sets (S sets > 2.5 x L2 bytes; N >= S, >= %d or a %.0f ms "
         "replay); median over <= %d replays of replay time / N after 3 warm-up replays; packfa with a caller workspace "
-        "(PDL as the library decides), decode rows causal, prefill non-causal; SDPA fp16 non-causal, each backend alone "
-        "(math excluded), GQA by enable_gqa or by folding the group into query rows, best reported; copy = torch "
-        "copy_ of 1 GiB, bytes read + written" % (args.calls, args.replay_ms, args.reps))
+        "(PDL as the library decides), decode rows causal, prefill rows non-causal or causal as named; SDPA fp16 "
+        "non-causal for decode and non-causal prefill, each backend alone (math excluded), GQA by enable_gqa or by "
+        "folding the group into query rows; causal prefill: is_causal when nq == kv, else packfa's bottom-right rule "
+        "as a boolean attn_mask (+mask) or torch's causal_lower_right CausalBias (bias/: it picks its own kernel), "
+        "GQA by enable_gqa or K/V repeated before the timed calls; best reported; copy = torch copy_ of 1 GiB, "
+        "bytes read + written" % (args.calls, args.replay_ms, args.reps))
     print("peer_bench: %s (%d SMs, L2 %d MB), torch %s, copy %.0f GB/s, commit %s, SDPA backends %s" % (
         prop.name, prop.multi_processor_count, l2 >> 20, torch.__version__, meta["copy_gb_per_s"], commit,
         ",".join(sorted(backends))))
@@ -793,8 +898,9 @@ def main():
                     if not c["prefill"]:  # the bytes-ratio target is a decode target
                         row["target_speedup"] = target_ratio(row)
                         row["meets_target"] = row["speedup"] >= row["target_speedup"]
-                if c["prefill"]:
-                    flop = 4.0 * c["batch"] * c["nq"] * c["max_kv"] * c["head_dim"] * c["n_q_heads"]
+                if c["prefill"]:  # equal work on both sides: SDPA gets packfa's visibility (causal_kind)
+                    row["visible_pairs"] = visible_pairs(c)
+                    flop = 4.0 * row["visible_pairs"] * c["head_dim"] * c["n_q_heads"]
                     row["packfa_tflops"] = flop / (row["packfa_us"] * 1e-6) / 1e12
                     if row.get("sdpa_best_us"):
                         row["sdpa_tflops"] = flop / (row["sdpa_best_us"] * 1e-6) / 1e12
@@ -809,7 +915,8 @@ def main():
             rows.append(row)
             print("%-46s packfa %9s us %6s  SDPA %9s us (%s)  speedup %6s  ratio %.2f  [%.0f s]" % (
                 c["name"], "%.1f" % row["packfa_us"] if row.get("packfa_us") else "-",
-                "%.1f%%" % row["packfa_pct_copy"] if row.get("packfa_pct_copy") else "",
+                ("%.0f TF/s" % row["packfa_tflops"] if row.get("packfa_tflops") else "") if c["prefill"] else
+                ("%.1f%%" % row["packfa_pct_copy"] if row.get("packfa_pct_copy") else ""),
                 "%.1f" % row["sdpa_best_us"] if row.get("sdpa_best_us") else "-", row.get("sdpa_best", "-"),
                 "%.2fx" % row["speedup"] if row.get("speedup") else "-", row["bytes_ratio"], time.time() - T0))
             if row.get("error"):

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include "packfa/reference.hpp"
 #include "packfa/testing.hpp"
 
 #define CUDA_CHECK(x)                                                                               \
@@ -22,6 +23,27 @@
   } while (0)
 
 namespace packfa::testing {
+
+// The GPU suites' common problem: head dim D, V format, nq query rows, H query and G KV heads,
+// kv keys; f32 output and the widest K block D allows (32 when D % 32 == 0, else 16).
+inline ProblemConfig decode_config(int D, VFormat vf, int nq, int H, int G, int kv, uint64_t seed) {
+  ProblemConfig c;
+  c.head_dim = D;
+  c.v_format = vf;
+  c.nq = nq;
+  c.n_q_heads = H;
+  c.n_kv_heads = G;
+  c.kv_len = kv;
+  c.o_type = DType::f32;
+  c.k_block = D % 32 == 0 ? 32 : 16;
+  c.seed = seed;
+  return c;
+}
+
+// The reference mode computing Q·K as the kernel for this config does (f16 or int8 products).
+inline RefMode reference_mode(const ProblemConfig& c) {
+  return c.k_format == KFormat::f16 || c.dot == DotMode::f16 ? RefMode::kernel_f16 : RefMode::kernel_int8;
+}
 
 struct DeviceBuffer {
   void* ptr = nullptr;

@@ -51,10 +51,8 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
   HostProblem hp;
   Status s = make_problem(cfg, &hp);
   REQUIRE(s.ok());
-  const RefMode mode = cfg.k_format == KFormat::f16 || cfg.dot == DotMode::f16 ? RefMode::kernel_f16
-                                                                              : RefMode::kernel_int8;
   std::vector<double> ref_o, ref_lse;
-  REQUIRE(reference_attention(hp.params, mode, &ref_o, &ref_lse).ok());
+  REQUIRE(reference_attention(hp.params, reference_mode(cfg), &ref_o, &ref_lse).ok());
 
   DeviceProblem dp(hp, cfg.k_format, cfg.v_format);
   dp.params.num_splits = num_splits;
@@ -142,17 +140,7 @@ Result check(const ProblemConfig& cfg, int num_splits = 0, int64_t big = 0, int 
 uint64_t g_seed = 1000;
 
 ProblemConfig base(int D, VFormat vf, int nq, int H, int G, int kv) {
-  ProblemConfig c;
-  c.head_dim = D;
-  c.v_format = vf;
-  c.nq = nq;
-  c.n_q_heads = H;
-  c.n_kv_heads = G;
-  c.kv_len = kv;
-  c.o_type = DType::f32;
-  c.k_block = D % 32 == 0 ? 32 : 16;
-  c.seed = ++g_seed;
-  return c;
+  return decode_config(D, vf, nq, H, G, kv, ++g_seed);
 }
 
 }  // namespace

@@ -30,21 +30,7 @@ namespace {
 uint64_t g_seed = 9000;
 
 ProblemConfig base(int D, VFormat vf, int nq, int H, int G, int kv) {
-  ProblemConfig c;
-  c.head_dim = D;
-  c.v_format = vf;
-  c.nq = nq;
-  c.n_q_heads = H;
-  c.n_kv_heads = G;
-  c.kv_len = kv;
-  c.o_type = DType::f32;
-  c.k_block = D % 32 == 0 ? 32 : 16;
-  c.seed = ++g_seed;
-  return c;
-}
-
-RefMode ref_mode(const ProblemConfig& c) {
-  return c.k_format == KFormat::f16 || c.dot == DotMode::f16 ? RefMode::kernel_f16 : RefMode::kernel_int8;
+  return decode_config(D, vf, nq, H, G, kv, ++g_seed);
 }
 
 // What one call wrote: O bytes and LSE (empty without LSE).
@@ -87,7 +73,7 @@ KernelChoice run(const AttnParams& p, const HostProblem& hp) {
 // O (and LSE where the call wrote one) against the fp64 reference over host params `ref`.
 void check_ref(const AttnParams& ref, const ProblemConfig& cfg, const Out& out) {
   std::vector<double> ro, rl;
-  REQUIRE(reference_attention(ref, ref_mode(cfg), &ro, &rl).ok());
+  REQUIRE(reference_attention(ref, reference_mode(cfg), &ro, &rl).ok());
   std::vector<double> o;
   decode_to_double(cfg.o_type, out.o.data(), static_cast<int64_t>(ro.size()), &o);
   const double err = rel_err(o, ro);
@@ -524,5 +510,90 @@ TEST_CASE("8 host threads on 8 streams, own workspaces: bitwise equal to serial 
     INFO("thread " << t << ": " << results[t].error);
     CHECK(results[t].error.empty());
     CHECK(results[t].out == serial[t]);
+  }
+}
+
+// The compute-sanitizer subset (scripts/gpu-check.sh sanitize): one small call per kernel
+// kind of the contiguous layout, each against the fp64 reference and each asserting the path
+// it took, so a planner change that moves a case off its kind fails here instead of silently
+// shrinking what the sanitizers see. The accuracy suite (test_attention) covers the same
+// kinds with many more shapes, too slowly for four sanitizer tools in one device call.
+TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
+  struct Kind {
+    const char* what;
+    ProblemConfig cfg;
+    int splits;          // num_splits asked for (0: the planner's)
+    int rows;            // rows_per_block expected
+    int mma;             // mma_qk expected (0/1)
+    const char* combine; // combine kernel expected
+    int claims;          // claim counters expected (0/1)
+  };
+  std::vector<Kind> kinds;
+  auto add = [&](const char* what, ProblemConfig c, int splits, int rows, int mma, const char* combine, int claims) {
+    kinds.push_back({what, std::move(c), splits, rows, mma, combine, claims});
+  };
+  ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, 1500);
+  add("int8 Q.K, 4 rows: tensor-core scores", c, 1, 4, 1, "none", 0);
+  c = base(128, VFormat::q8_0, 1, 8, 2, 1500);
+  c.dot = DotMode::f16;
+  add("fp16-Q mode, 4 rows: lane = key dots", c, 3, 4, 0, "wave", 0);
+  c = base(128, VFormat::bf16, 1, 8, 2, 1500);
+  add("bf16 V: lane path", c, 3, 4, 0, "wave", 0);
+  c = base(256, VFormat::q8_0, 1, 8, 2, 1500);
+  add("D = 256 decode rows: lane path", c, 3, 4, 0, "wave", 0);
+  c = base(128, VFormat::q4_0, 4, 8, 2, 1500);
+  add("int8 Q.K, 16 rows: tensor-core scores", c, 3, 16, 1, "wave", 0);
+  c = base(256, VFormat::q8_0, 4, 8, 2, 1500);
+  add("D = 256, 16 rows: tensor-core scores", c, 3, 16, 1, "wave", 0);
+  c = base(256, VFormat::f16, 4, 8, 2, 1500);
+  c.dot = DotMode::f16;
+  add("D = 256 fp16-Q wide class: 8 rows", c, 3, 8, 0, "wave", 0);
+  c = base(128, VFormat::f16, 1, 8, 2, 1500);
+  c.k_format = KFormat::f16;
+  add("f16 K: tensor-core scores", c, 3, 4, 1, "wave", 0);
+  c = base(256, VFormat::f16, 1, 8, 2, 1500);
+  c.k_format = KFormat::f16;
+  add("f16 K, D = 256: lane path", c, 3, 4, 0, "wave", 0);
+  c = base(128, VFormat::q8_0, 3, 8, 2, 1500);  // 12 of 16 rows: the row guard
+  c.window = 300;
+  c.mask = true;
+  c.softcap = 20.0f;
+  c.sinks = true;
+  c.alibi_max_bias = 8.0f;
+  c.explicit_q_pos = true;
+  add("options on a part-filled 16-row block", c, 3, 16, 1, "wave", 0);
+  for (int splits : {16, 65}) {  // kv = 256 s - 37: exactly s splits (see test_attention)
+    c = base(80, VFormat::f16, 1, 8, 2, 256 * splits - 37);
+    c.sinks = true;
+    add(splits == 16 ? "combine: row block" : "combine: block", c, splits, 4, 1, splits == 16 ? "row_block" : "block", 0);
+  }
+  for (int kv : {1, 33}) {  // tile edges: one key, one past a 32-key chunk
+    c = base(128, VFormat::q8_0, 1, 8, 2, kv);
+    add(kv == 1 ? "one key" : "33 keys", c, 1, 4, 1, "none", 0);
+  }
+  for (VFormat vf : {VFormat::q8_0, VFormat::q4_0}) {  // 136- / 72-byte rows, one KV head:
+    c = base(128, vf, 1, 7, 1, 777);                  // the 16-byte phase alternates by slot
+    add("ggml V rows at both 16-byte phases", c, 3, 16, 1, "wave", 0);
+  }
+  c = base(128, VFormat::q8_0_planar, 1, 4, 1, 0);  // 2272-key splits: 17 chunks a wave
+  c.batch = 2;
+  c.kv_lens = {4500, 300};
+  add("claim counters, varlen batch", c, 2, 4, 1, "wave", 1);
+
+  for (const Kind& k : kinds) {
+    INFO(k.what);
+    HostProblem hp;
+    REQUIRE(make_problem(k.cfg, &hp).ok());
+    DeviceProblem dp(hp, k.cfg.k_format, k.cfg.v_format);
+    dp.params.num_splits = k.splits;
+    const KernelChoice got = run(dp.params, hp);
+    INFO("ran " << got.name << " rows " << got.rows_per_block << " splits " << got.num_splits << " mma "
+                << got.mma_qk << " combine " << got.combine << " claims " << got.claims);
+    CHECK(got.rows_per_block == k.rows);
+    CHECK(got.mma_qk == (k.mma != 0));
+    CHECK(got.combine == k.combine);
+    CHECK(got.claims == (k.claims != 0));
+    if (k.splits > 0) CHECK(got.num_splits == k.splits);
+    check_ref(hp.params, k.cfg, download_out(dp.params, hp));
   }
 }

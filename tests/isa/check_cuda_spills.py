@@ -20,6 +20,8 @@ import re
 import struct
 import sys
 
+from ar_archive import ar_members, is_archive
+
 FATBIN_MAGIC = 0xBA55ED50
 KIND_CUBIN = 2
 FLAG_COMPRESSED = 0x2000 | 0x8000  # LZ4 (older nvcc) and zstd (CUDA >= 12.8) payloads
@@ -27,27 +29,6 @@ EIATTR_FRAME_SIZE = 0x11
 EIATTR_MIN_STACK_SIZE = 0x12
 EIATTR_REGCOUNT = 0x2F
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
-
-
-def ar_members(data):
-    """(name, bytes) of each member of a System V / GNU ar archive."""
-    pos, names, out = 8, b"", []
-    while pos + 60 <= len(data):
-        hdr = data[pos:pos + 60]
-        name = hdr[0:16].decode("ascii", "replace").rstrip()
-        size = int(hdr[48:58].decode("ascii").strip())
-        body = data[pos + 60:pos + 60 + size]
-        pos += 60 + size + (size & 1)
-        if name == "//":
-            names = body
-            continue
-        if name in ("/", "/SYM64/"):
-            continue
-        if name.startswith("/") and name[1:].isdigit():
-            off = int(name[1:])
-            name = names[off:names.find(b"\n", off)].decode("utf-8", "replace")
-        out.append((name.rstrip("/"), body))
-    return out
 
 
 def elf_sections(e):
@@ -161,7 +142,7 @@ def main():
             continue
         with open(path, "rb") as f:
             data = f.read()
-        members = ar_members(data) if data.startswith(b"!<arch>\n") else [(os.path.basename(path), data)]
+        members = ar_members(data) if is_archive(data) else [(os.path.basename(path), data)]
         for mname, body in members:
             try:
                 fb = section_bytes(body, ".nv_fatbin")

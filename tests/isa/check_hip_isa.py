@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from ar_archive import ar_members, is_archive
+
 # VGPR file per SIMD (per lane) and allocation granule, wave32. Waves/SIMD are capped at 16.
 VGPR_FILE = {"gfx1100": (1536, 24), "gfx1101": (1536, 24), "gfx1151": (1536, 24), "gfx1201": (1536, 24),
              "gfx1102": (1024, 16), "gfx1103": (1024, 16)}
@@ -44,35 +46,6 @@ def run(cmd):
     return p.stdout
 
 
-def ar_members(path):
-    """(name, bytes) of each member of a System V / GNU ar archive."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if not data.startswith(b"!<arch>\n"):
-        raise RuntimeError("%s: not an ar archive" % path)
-    pos, names, out = 8, b"", []
-    while pos + 60 <= len(data):
-        hdr = data[pos:pos + 60]
-        name = hdr[0:16].decode("ascii", "replace").rstrip()
-        size = int(hdr[48:58].decode("ascii").strip())
-        body = data[pos + 60:pos + 60 + size]
-        pos += 60 + size + (size & 1)
-        if name == "//":
-            names = body
-            continue
-        if name in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
-            continue
-        if name.startswith("/") and name[1:].isdigit():
-            off = int(name[1:])
-            end = names.find(b"\n", off)
-            name = names[off:end].decode("utf-8", "replace")
-        elif name.startswith("#1/"):  # BSD long name
-            n = int(name[3:])
-            name, body = body[:n].decode("utf-8", "replace").rstrip("\0"), body[n:]
-        out.append((name.rstrip("/"), body))
-    return out
-
-
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 
 
@@ -82,9 +55,11 @@ def fatbins_of(path, tools, tmp):
         head = f.read(64)
     if head.startswith(BUNDLE_MAGIC):
         return [(os.path.basename(path), path)]
-    if head.startswith(b"!<arch>\n"):
+    if is_archive(head):
+        with open(path, "rb") as f:
+            members = ar_members(f.read())
         objs = []
-        for i, (name, body) in enumerate(ar_members(path)):
+        for i, (name, body) in enumerate(members):
             p = os.path.join(tmp, "m%d_%s" % (i, re.sub(r"[^A-Za-z0-9_.]", "_", name)))
             with open(p, "wb") as g:
                 g.write(body)

@@ -53,10 +53,14 @@ constexpr FaBackend kFaBackend = FaBackend::cuda;
 //    spilled 136 B with 8 rows; sm_75's lane path fits with FaTraits::kRowGuard), fp16-Q and
 //    bf16 V run 8 rows (16 rows: ptxas spilled 232-368 B), and f16 K has no wide class (16 rows
 //    spilled 64-152 B on every architecture, 8 rows still 56-76 B on sm_75; 4 rows do not).
-constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int rclass) {
+//  - paged caches at D = 256, int8 Q·K: no wide class (its 16 rows spilled 4-20 B on sm_75,
+//    whose lane path the same fatbin carries; 8 rows spill on the lane path too), so paged
+//    MTP rows at D = 256 run as groups of the 4-row class on NVIDIA.
+constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int rclass, bool paged = false) {
   if (rclass == 0) return kRowClasses[0];
   if (d < 256) return kRowClasses[rclass];
   if (be == FaBackend::hip) return 8;
+  if (paged && qk == QKMode::packed16_int8) return 0;
   if (qk == QKMode::packed16_int8 && vf != VFormat::bf16) return 16;
   return qk == QKMode::f16 ? 0 : 8;
 }
@@ -76,7 +80,7 @@ enum class FaSet { all, lean, demo };
 
 // Whether a build holds the instance: ggml V blocks need head_dim % 32 == 0.
 constexpr bool fa_built(FaBackend be, int d, VFormat vf, QKMode qk, int rclass, bool paged, FaSet set) {
-  return (d % 32 == 0 || !v_is_blocked(vf)) && fa_rows_per_block(be, d, vf, qk, rclass) > 0 &&
+  return (d % 32 == 0 || !v_is_blocked(vf)) && fa_rows_per_block(be, d, vf, qk, rclass, paged) > 0 &&
          (set != FaSet::lean || fa_in_lean_set(d, vf, qk, rclass, paged)) &&
          (set != FaSet::demo || fa_in_demo_set(d, vf, qk, rclass, paged));
 }
@@ -138,7 +142,7 @@ constexpr FaSet kFaUnitSet = FaSet::all;
 template <int D, VFormat VF, QKMode QK, int RC, bool PAGED>
 void register_fa_entry(FaRegistry& reg) {
   if constexpr (fa_built(kFaBackend, D, VF, QK, RC, PAGED, kFaUnitSet)) {
-    constexpr int R = fa_rows_per_block(kFaBackend, D, VF, QK, RC);
+    constexpr int R = fa_rows_per_block(kFaBackend, D, VF, QK, RC, PAGED);
     using T = device::FaTraits<D, VF, QK, R>;
     FaInstance& e = reg.at(PAGED, QK, D, VF, RC);
     e.kernel = &device::fa_split_kernel<D, VF, QK, R, PAGED>;

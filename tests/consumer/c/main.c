@@ -1,5 +1,10 @@
-/* Plain C99 over the installed C ABI: the version, a bad field named in the message, and a
- * valid call that either works (a GPU) or fails with a message naming the cause (no GPU). */
+/* Plain C99 over the INSTALLED C ABI, written as a user would: the tensors of one decode step
+ * are described from their shape (every stride and buffer size derived from the dims, buffers
+ * laid out back to back), and the installed library must accept that layout. What this adds
+ * to tests/api/test_c_api.c (the field-by-field validation suite, built in-tree): the
+ * installed header and libpackfa_c.so link from a C-only project, the version matches the
+ * CMake package, and a derived layout is valid. Without a GPU the workspace query then fails
+ * with a message naming the cause; with one it returns the workspace size. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,16 +19,46 @@ static int failures = 0;
     }                                                                         \
   } while (0)
 
-static packfa_attn_params good(void) {
-  static int32_t kv_len[1] = {64};
+/* The shape of one decode step: 2 sequences, GQA 4:1, head_dim 64, a 256-slot cache per
+ * sequence; packed16 K with 32-wide blocks, q8_0 V, f16 Q and O. */
+enum { BATCH = 2, NQ = 1, HQ = 4, HKV = 1, D = 64, SLOTS = 256, K_BLOCK = 32 };
+
+/* Bump allocator of device-looking addresses: nothing is dereferenced without a GPU, and
+ * validation only needs aligned, non-overlapping ranges of the right sizes. */
+static uintptr_t next_addr = 0x100000;
+static uintptr_t take(int64_t bytes) {
+  const uintptr_t a = next_addr;
+  next_addr += (uintptr_t)((bytes + 255) / 256 * 256);
+  return a;
+}
+
+static packfa_attn_params decode_step(void) {
+  static int32_t kv_len[BATCH] = {200, 256};
+  const int64_t k_row = D;                         /* packed16 payload: one byte a value */
+  const int64_t k_scale_row = 2 * (D / K_BLOCK);   /* one fp16 scale a block */
+  const int64_t v_row = (D / 32) * 34;             /* q8_0: 32 int8 + an fp16 scale a block */
   packfa_attn_params p;
   memset(&p, 0, sizeof p);
-  p.batch = 1; p.nq = 1; p.n_q_heads = 8; p.n_kv_heads = 2; p.head_dim = 128; p.max_kv_len = 64;
-  p.q_type = 1; p.q = (const void*)0x10000; p.q_strides[0] = 1024; p.q_strides[1] = 1024; p.q_strides[2] = 128;
-  p.o_type = 1; p.o = (void*)0x20000; p.o_strides[0] = 1024; p.o_strides[1] = 1024; p.o_strides[2] = 128;
-  p.k_format = 0; p.k = (const void*)0x30000; p.k_strides[1] = 256; p.k_strides[2] = 128;
-  p.k_scales = (const void*)0x40000; p.k_scale_strides[1] = 16; p.k_scale_strides[2] = 8; p.k_block = 32;
-  p.v_format = 2; p.v = (const void*)0x50000; p.v_strides[1] = 272; p.v_strides[2] = 136;
+  p.batch = BATCH; p.nq = NQ; p.n_q_heads = HQ; p.n_kv_heads = HKV; p.head_dim = D; p.max_kv_len = SLOTS;
+
+  p.q_type = 1; /* f16, strides in elements {seq, row, head} */
+  p.q_strides[2] = D; p.q_strides[1] = HQ * D; p.q_strides[0] = NQ * HQ * D;
+  p.q = (const void*)take(2 * BATCH * p.q_strides[0]);
+  p.o_type = 1;
+  memcpy(p.o_strides, p.q_strides, sizeof p.o_strides);
+  p.o = (void*)take(2 * BATCH * p.o_strides[0]);
+
+  p.k_format = 0; p.k_block = K_BLOCK; /* byte strides {seq, slot, head} */
+  p.k_strides[2] = k_row; p.k_strides[1] = HKV * k_row; p.k_strides[0] = SLOTS * p.k_strides[1];
+  p.k = (const void*)take(BATCH * p.k_strides[0]);
+  p.k_scale_strides[2] = k_scale_row; p.k_scale_strides[1] = HKV * k_scale_row;
+  p.k_scale_strides[0] = SLOTS * p.k_scale_strides[1];
+  p.k_scales = (const void*)take(BATCH * p.k_scale_strides[0]);
+
+  p.v_format = 2;
+  p.v_strides[2] = v_row; p.v_strides[1] = HKV * v_row; p.v_strides[0] = SLOTS * p.v_strides[1];
+  p.v = (const void*)take(BATCH * p.v_strides[0]);
+
   p.kv_len = kv_len; p.causal = 1; p.pdl = -1;
   return p;
 }
@@ -32,22 +67,24 @@ int main(void) {
   char msg[512];
   size_t bytes = 0;
   int rc;
-  packfa_attn_params p = good();
+  packfa_attn_params p = decode_step();
   EXPECT(strcmp(packfa_version(), PACKFA_CONSUMER_VERSION) == 0);
 
-  p.head_dim = 100;
+  /* A user's classic mistake, attention in place: O over Q is refused and named. */
+  p.o = (void*)p.q;
   EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
-  EXPECT(strstr(msg, "head_dim") != NULL);
+  EXPECT(strstr(msg, "o.data") != NULL && strstr(msg, "q.data") != NULL);
 
-  /* A valid shape: the workspace query plans the split (device facts, no launch). */
-  p = good();
+  /* The derived layout passes validation (code 1 would name the field); what comes after is
+   * the device: a workspace size on a GPU, the missing GPU named without one. */
+  p = decode_step();
   rc = packfa_fa_workspace_bytes(&p, 0, &bytes, msg, sizeof msg);
   if (rc == 0) {
     printf("workspace query on a GPU: %lu bytes\n", (unsigned long)bytes);
   } else {
     printf("workspace query without a GPU: code %d, %s\n", rc, msg);
-    EXPECT(rc == 2 || rc == 4);  /* not_compiled (no backend) or device_error (no device) */
-    EXPECT(strstr(msg, "GPU") != NULL || strstr(msg, "device") != NULL);  /* names the cause */
+    EXPECT(rc == 2 || rc == 4); /* not_compiled (no backend) or device_error (no device) */
+    EXPECT(strstr(msg, "GPU") != NULL || strstr(msg, "device") != NULL); /* names the cause */
   }
   if (failures == 0) printf("packfa consumer_c OK (packfa %s)\n", packfa_version());
   return failures ? 1 : 0;

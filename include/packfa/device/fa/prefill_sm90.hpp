@@ -1,0 +1,385 @@
+// packfa/device/fa/prefill_sm90.hpp — the prefill kernel: many query rows over the packed16
+// cache on Hopper warpgroup MMA (sm_90a).
+//
+// One block: 128 query rows (GQA rows packed as in decode: row r = token r / gqa, head
+// r % gqa of one KV head) against the visible keys of one sequence, in tiles of kN keys:
+//   stage  — cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
+//            paged) into a ring of two raw slots;
+//   widen  — the block turns raw tile t + 2 into fp16 K and V tiles in the MMA layout (ring
+//            of three): packed16 K as its exact int8 values (block scales beside, in fp32),
+//            V by its format's rule;
+//   scores — S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
+//            block, each exact integer block sum scaled as decode scales it ("prefill-exact-qk");
+//   edits + online softmax in fp32 registers, then O += P·V on wgmma (P from registers),
+//   running while the next tile is widened.
+// Why fp16 MMA for Q·K and not int8 (decision "prefill-f16-qk", docs/prefill.md): the K
+// scale varies per 32 values along head_dim, so int8 MMA partials need an int->float convert
+// and FMA per score per 32-block on the FP32 pipe (conversions at quarter rate); exact
+// integer products on fp16 tensor cores give the same sums with fp32 accumulators.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "packfa/device/fa/prefill_tiles.hpp"
+#include "packfa/pdl.hpp"
+
+namespace packfa::device::prefill {
+
+// ---- scores -------------------------------------------------------------------------------------
+// One chain of N k16 steps (head-dim values 16·kk0 ..) of S = Q·K^T into acc, issued and committed.
+template <class L, int N>
+PACKFA_DEV void qk_chain(uint32_t q_addr, const char* slot_k, int kk0, float (&acc)[L::kN / 2]) {
+  constexpr int kM = L::kM, kN = L::kN;
+  const uint32_t k_addr = wgmma::smem_addr(slot_k);
+  wgmma::fence();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int kk = kk0 + i;
+    if constexpr (L::kSwizzle)  // K-major, 128-byte swizzle: 16 values = 32 bytes along a row
+      wgmma::mma_ss<kN>(acc, wgmma::smem_desc_sw128(q_addr + (kk >> 2) * kM * 128 + (kk & 3) * 32, 16, 1024),
+                        wgmma::smem_desc_sw128(k_addr + (kk >> 2) * kN * 128 + (kk & 3) * 32, 16, 1024), i > 0);
+    else
+      wgmma::mma_ss<kN>(acc, wgmma::smem_desc(q_addr + 2 * kk * kM * 16, kM * 16, 128),
+                        wgmma::smem_desc(k_addr + 2 * kk * kN * 16, kN * 16, 128), i > 0);
+  }
+  wgmma::commit();
+}
+
+// packed16 K (decision "prefill-exact-qk"): the fp16 tile holds the exact int8 values, so one
+// chain per K scale block gives the block's exact integer sum (fp16 products of integers are
+// exact, and so are their fp32 sums), scaled as the decode kernel scales it:
+// s += isum_b · qd_b · kd_b (qd = 1 in the fp16-Q mode). Two accumulators: block b + 1 is on
+// the tensor cores while block b is scaled.
+template <class L, QKMode QK, int kBlk>
+PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf, const float* const (&qd_rows)[2],
+                           int lane, float (&sv)[L::kN / 2]) {
+  constexpr int kN = L::kN, kSteps = kBlk / 16, kNb = L::kD / kBlk;
+  constexpr int kAcc = L::kD <= 128 ? 2 : 1;  // D 256: one accumulator (the register file is full)
+  float acc[kAcc][kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) sv[i] = 0.0f;
+  qk_chain<L, kSteps>(q_addr, slot_k, 0, acc[0]);
+#pragma unroll
+  for (int b = 0; b < kNb; ++b) {
+    if (kAcc == 2 && b + 1 < kNb) {
+      qk_chain<L, kSteps>(q_addr, slot_k, (b + 1) * kSteps, acc[(b + 1) % kAcc]);
+      wgmma::wait<1>();
+    } else {
+      wgmma::wait<0>();
+    }
+    float qd[2] = {1.0f, 1.0f};
+    if constexpr (QK == QKMode::packed16_int8) qd[0] = qd_rows[0][b * kBlk / 32], qd[1] = qd_rows[1][b * kBlk / 32];
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+      const float2 kd = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        sv[4 * j + 2 * k] = fmaf(acc[b % kAcc][4 * j + 2 * k], kd.x * qd[k], sv[4 * j + 2 * k]);
+        sv[4 * j + 2 * k + 1] = fmaf(acc[b % kAcc][4 * j + 2 * k + 1], kd.y * qd[k], sv[4 * j + 2 * k + 1]);
+      }
+    }
+    if (kAcc == 1 && b + 1 < kNb) qk_chain<L, kSteps>(q_addr, slot_k, (b + 1) * kSteps, acc[0]);
+  }
+}
+
+// Per accumulator row: where its token sits and what edits its scores get.
+struct PrefillRow {
+  bool valid;
+  int qi, h, pos;
+  int first, end;        // visible keys [first, end): window, causal, kv_len (empty for invalid rows)
+  float slope, mask_mul;
+  float slope_pos;       // AlibiMode::position: slope (else 0)
+  const uint16_t* mask;  // the row's mask (key 0), or null
+};
+
+template <int D, VFormat VF, QKMode QK, bool PAGED>
+__global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams p) {
+  using L = PrefillLayout<D, VF, QK>;
+  constexpr int kN = L::kN, kM = L::kM;
+  constexpr float kLog2e = 1.4426950408889634f;
+  extern __shared__ __align__(1024) char smem[];
+  int* s_pos = reinterpret_cast<int*>(smem + L::kPos);
+
+  const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  const int b = blockIdx.z, kvh = blockIdx.y;
+  const int r0 = (gridDim.x - 1 - blockIdx.x) * kM;  // later rows first: causal tiles see most keys
+
+  pdl::wait();  // everything below reads memory a predecessor kernel may write
+  const int kv_raw = p.kv_len[b];
+  const int kv_len = kv_raw < 0 ? 0 : (kv_raw > p.max_kv_len ? p.max_kv_len : kv_raw);
+  const bool counts = p.errors && r0 == 0 && kvh == 0;
+  if (counts && tid == 0 && kv_len != kv_raw) atomicAdd(p.errors + 0, 1);
+
+  // this thread's two accumulator rows: 64·wg + 16·warp + lane / 4 (+ 8)
+  PrefillRow row[2];
+  if (tid == 0) s_pos[0] = 0x7fffffff, s_pos[1] = -0x7fffffff;
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int R = r0 + 64 * wg + 16 * warp + lane / 4 + 8 * k;
+    PrefillRow& ri = row[k];
+    ri.qi = R / p.gqa;
+    ri.h = kvh * p.gqa + R % p.gqa;
+    ri.valid = ri.qi < p.nq;
+    ri.pos = -1;
+    ri.slope = 0.0f;
+    ri.slope_pos = 0.0f;
+    ri.first = 0;
+    ri.end = 0;
+    ri.mask_mul = 1.0f;
+    ri.mask = nullptr;
+    if (ri.valid) {
+      int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
+      if (p.q_pos && p.errors && kvh == 0 && lane % 4 == 0 && (pos < 0 || pos >= kv_len)) atomicAdd(p.errors + 1, 1);
+      ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
+      if (p.alibi_n2 > 0) {
+        ri.slope = ri.h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(ri.h + 1))
+                                     : powf(p.alibi_m1, static_cast<float>(2 * (ri.h - p.alibi_n2) + 1));
+        if (!p.alibi_pos) ri.mask_mul = ri.slope;
+        else ri.slope_pos = ri.slope;
+      }
+      ri.end = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
+      ri.first = p.window > 0 ? ri.pos - p.window + 1 : 0;
+      if (p.mask)
+        ri.mask = p.mask + static_cast<int64_t>(b) * p.mask_seq + static_cast<int64_t>(ri.qi) * p.mask_row +
+                  static_cast<int64_t>(ri.h) * p.mask_head;
+      atomicMin(&s_pos[0], ri.pos);
+      atomicMax(&s_pos[1], ri.pos);
+    }
+  }
+
+  char* sq = smem + L::kQ;
+  load_q<D, VF, QK>(p, sq, b, kvh, r0, tid);
+  __syncthreads();
+  const int min_pos = s_pos[0], max_pos = s_pos[1];
+  // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
+  const float* qd_rows[2] = {reinterpret_cast<const float*>(smem + L::kQd) + (64 * wg + 16 * warp + lane / 4) * ((D + 31) / 32),
+                             reinterpret_cast<const float*>(smem + L::kQd) + (64 * wg + 16 * warp + lane / 4 + 8) * ((D + 31) / 32)};
+
+  // the block's key range [lo, hi), lo on a tile boundary
+  int hi = p.causal ? (max_pos + 1 < kv_len ? max_pos + 1 : kv_len) : kv_len;
+  int lo = p.window > 0 ? min_pos - p.window + 1 : 0;
+  lo = lo < 0 ? 0 : lo / kN * kN;
+  if (min_pos > max_pos) hi = lo;  // no valid row
+  const int n_tiles = hi > lo ? (hi - lo + kN - 1) / kN : 0;
+
+  KvView view{nullptr, 0, p.num_pages, p.errors};
+  if constexpr (PAGED) {
+    view.table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
+    view.page_shift = 31 - __clz(p.page_size);
+  }
+  const int64_t bs = PAGED ? 0 : b;
+  const Plane pk{p.k + bs * p.k_seq + kvh * p.k_head, p.k_slot, p.k_seq};
+  const Plane pks{p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq};
+  const Plane pv{p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq};
+  const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
+  auto stage = [&](int t) {  // raw ring slot t & 1
+    char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
+    const int t0 = lo + t * kN;
+    constexpr int kT = L::kThreads;
+    stage_plane<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk, view, t0, hi, tid);
+    if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
+      if (p.k_block == 32)
+        stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
+      else
+        stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
+    }
+    stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv, view, t0, hi, tid);
+    if constexpr (VF == VFormat::q8_0_planar)
+      stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs, view, t0, hi, tid);
+    arch::copy_async_commit();
+  };
+  auto widen = [&](int t) {  // raw slot t & 1 -> fp16 slot t % 3
+    widen_tile<D, VF, QK>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + (t % 3) * L::kTileBytes,
+                          smem + L::kV + (t % 3) * L::kTileBytes,
+                          reinterpret_cast<float*>(smem + L::kKsf + (t % 3) * L::kKsfBytes), p.k_block, tid);
+    wgmma::fence_smem_for_mma();
+  };
+  const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * wg * (L::kSwizzle ? 128 : 16);
+  auto scores = [&](int t, float (&sv)[kN / 2]) {
+    const char* slot_k = smem + L::kK + (t % 3) * L::kTileBytes;
+    if constexpr (L::kF16K) {
+      qk_chain<L, D / 16>(q_addr, slot_k, 0, sv);
+      wgmma::wait<0>();
+    } else {
+      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % 3) * L::kKsfBytes);
+      if constexpr (D % 32 == 0) {
+        if (p.k_block == 32) {
+          qk_blocked<L, QK, 32>(q_addr, slot_k, ksf, qd_rows, lane, sv);
+          return;
+        }
+      }
+      qk_blocked<L, QK, 16>(q_addr, slot_k, ksf, qd_rows, lane, sv);
+    }
+  };
+
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const float softcap = p.softcap;
+  const bool extras = softcap > 0.0f || p.mask || p.alibi_n2 > 0;
+  const float sc2 = p.scale * kLog2e, inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
+
+  // Pipeline (decision "prefill-pipeline"): raw tiles stream two ahead (cp.async ring of 2),
+  // fp16 tiles are widened two ahead (ring of 3); P·V of tile t overlaps the widening. (Issuing
+  // the next tile's scores before the softmax measured no gain on the H200: 180 vs 185 us.)
+  float s[kN / 2];
+  if (n_tiles > 0) {
+    stage(0);
+    if (n_tiles > 1) stage(1);
+    if (n_tiles > 1) arch::copy_async_wait<1>(); else arch::copy_async_wait<0>();
+    __syncthreads();
+    widen(0);
+    if (n_tiles > 1) {
+      arch::copy_async_wait<0>();
+      __syncthreads();
+      widen(1);
+    }
+    __syncthreads();  // fp16 slots 0, 1 ready; raw slot 0 free
+    if (n_tiles > 2) stage(2);
+  }
+  for (int t = 0; t < n_tiles; ++t) {
+    const int t0 = lo + t * kN;
+    scores(t, s);
+
+    // edits, visibility (three variants, so the common one is short), online softmax
+    const bool full = t0 + kN <= kv_len && (!p.causal || t0 + kN - 1 <= min_pos) &&
+                      (p.window <= 0 || t0 > max_pos - p.window);
+    const int kb = t0 + 2 * (lane % 4);  // key of s[4j + 2k + e] is kb + 8j + e
+    if (!extras && full) {
+#pragma unroll
+      for (int i = 0; i < kN / 2; ++i) s[i] *= sc2;
+    } else if (!extras) {
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const int key = kb + 8 * j + (v & 1);
+          const bool vis = key >= row[v >> 1].first && key < row[v >> 1].end;
+          s[4 * j + v] = vis ? s[4 * j + v] * sc2 : -INFINITY;
+        }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const PrefillRow& ri = row[v >> 1];
+          const int key = kb + 8 * j + (v & 1);
+          const bool vis = key >= ri.first && key < ri.end;
+          float x = s[4 * j + v] * p.scale;
+          if (softcap > 0.0f) x = softcap * tanh_fast(x * inv_cap);
+          if (ri.mask && vis) x += ri.mask_mul * arch::half_to_float(ri.mask[key]);
+          x += ri.slope_pos * static_cast<float>(key - ri.pos);
+          s[4 * j + v] = vis ? x * kLog2e : -INFINITY;
+        }
+    }
+    float corr[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * k], s[4 * j + 2 * k + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m[k], mx);
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      corr[k] = arch::exp2_fast(m[k] - m_use);
+      m[k] = m_new;
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float pr = arch::exp2_fast(s[4 * j + 2 * k + e] - m_use);
+          s[4 * j + 2 * k + e] = pr;
+          sum += pr;
+        }
+      l[k] = l[k] * corr[k] + sum;
+    }
+    if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {  // the running max moved
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        o[4 * j + 0] *= corr[0], o[4 * j + 1] *= corr[0];
+        o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
+      }
+    }
+    // O += P·V
+    uint32_t pf[kN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk) {
+      pf[kk][0] = cvt_half2(s[8 * kk + 0], s[8 * kk + 1]);
+      pf[kk][1] = cvt_half2(s[8 * kk + 2], s[8 * kk + 3]);
+      pf[kk][2] = cvt_half2(s[8 * kk + 4], s[8 * kk + 5]);
+      pf[kk][3] = cvt_half2(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+    const uint32_t v_addr = wgmma::smem_addr(smem + L::kV + (t % 3) * L::kTileBytes);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk) {
+      if constexpr (L::kSwizzle)  // MN-major, 128-byte swizzle: 64-value blocks kN * 128 bytes apart
+        wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc_sw128(v_addr + 2048 * kk, kN * 128, 1024));
+      else
+        wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc(v_addr + 256 * kk, 128, kN * 16));
+    }
+    wgmma::commit();
+
+    // meanwhile: widen tile t + 2 (its raw bytes landed), stage tile t + 3 into the raw slot
+    // tile t + 1 left (widened one iteration ago)
+    if (t + 2 < n_tiles) {
+      arch::copy_async_wait<0>();
+      __syncthreads();  // every thread's copies landed; fp16 slot (t + 2) % 3 = (t - 1) % 3 is read by no one
+      widen(t + 2);
+      __syncthreads();  // slot (t + 2) % 3 complete before tile t + 2's scores
+      if (t + 3 < n_tiles) stage(t + 3);
+    }
+    wgmma::wait<0>();  // P·V of t
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) hold(o[i]);
+  }
+
+  pdl::launch_dependents();
+  // epilogue: sinks, normalise, write O and LSE
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
+    const PrefillRow& ri = row[k];
+    float scale_o = 1.0f;
+    if (p.sinks && ri.valid) {
+      const float sk = p.sinks[ri.h] * kLog2e;
+      const float mf = fmaxf(m[k], sk);
+      const float c = arch::exp2_fast(m[k] - mf);
+      l[k] = l[k] * c + arch::exp2_fast(sk - mf);
+      scale_o = c;
+      m[k] = mf;
+    }
+    const float inv = l[k] > 0.0f ? scale_o / l[k] : 0.0f;
+    if (!ri.valid) continue;
+    const int64_t ob = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(ri.qi) * p.o_row +
+                       static_cast<int64_t>(ri.h) * p.o_head;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      const int d = 8 * j + 2 * (lane % 4);
+      const float a = o[4 * j + 2 * k] * inv, c = o[4 * j + 2 * k + 1] * inv;
+      if (p.o_type == static_cast<int>(DType::f32)) {
+        *reinterpret_cast<float2*>(static_cast<float*>(p.o) + ob + d) = make_float2(a, c);
+      } else if (p.o_type == static_cast<int>(DType::f16)) {
+        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) = cvt_half2(a, c);
+      } else {
+        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) =
+            static_cast<uint32_t>(arch::float_to_bf16(a)) | (static_cast<uint32_t>(arch::float_to_bf16(c)) << 16);
+      }
+    }
+    if (p.lse && lane % 4 == 0)
+      p.lse[(static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.h] =
+          l[k] > 0.0f ? (m[k] + log2f(l[k])) * 0.6931471805599453f : -INFINITY;
+  }
+}
+
+}  // namespace packfa::device::prefill

@@ -1,0 +1,295 @@
+// packfa/device/fa/prefill_tiles.hpp — the prefill kernel's shared-memory layout and the code
+// that fills it: cp.async staging of raw cache rows, widening to fp16 tiles in the wgmma
+// layout, and Q set-up (device/fa/prefill_sm90.hpp runs the main loop over them).
+#pragma once
+
+#include <cstdint>
+
+#include "packfa/device/arch.hpp"
+#include "packfa/device/fa/wgmma.hpp"
+#include "packfa/device/fa_params.hpp"
+#include "packfa/device/kv_view.hpp"
+#include "packfa/format.hpp"
+
+namespace packfa::device::prefill {
+
+constexpr int round16(int x) { return (x + 15) / 16 * 16; }
+// A row pitch that is an odd number of 16-byte units: 8 threads reading 16 bytes of 8
+// consecutive rows hit 8 different bank groups.
+constexpr int odd16(int x) { return (round16(x) / 16) % 2 ? round16(x) : round16(x) + 16; }
+
+template <int D, VFormat VF, QKMode QK>
+struct PrefillLayout {
+  static constexpr int kD = D;
+  static constexpr int kThreads = 256;           // two warpgroups
+  static constexpr int kM = 128;                 // query rows per block, 64 per warpgroup
+  static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile (128 does not fit the rings' shared memory)
+  static constexpr bool kF16K = QK == QKMode::f16;
+#if defined(PACKFA_PREFILL_SWIZZLE)
+  static constexpr bool kSwizzle = D % 64 == 0 && PACKFA_PREFILL_SWIZZLE;
+#else
+  static constexpr bool kSwizzle = false;
+#endif
+  static constexpr int kKRow = kF16K ? 2 * D : D;
+  static constexpr int kKPitch = odd16(kKRow);
+  static constexpr int kVRow = static_cast<int>(v_row_bytes(VF, D));
+  static constexpr int kVWidth = kVRow % 16 == 0 ? 16 : (kVRow % 8 == 0 ? 8 : (kVRow % 4 == 0 ? 4 : 2));  // the dispatcher checks the cache allows it
+  static constexpr int kKs32Row = D % 32 == 0 ? D / 16 : 2;  // scale row bytes, block 32 (head dims of 32s only)
+  static constexpr int kKsPitch = kF16K ? 0 : round16(D / 16 * 2);  // scale rows (block 16 at most)
+  static constexpr int kVPitch = odd16(kVRow);
+  static constexpr int kVsPitch = VF == VFormat::q8_0_planar ? round16(D / 32 * 2) : 0;
+  // fp16 tiles in the MMA layout [D / 8][rows][8]: 16 bytes of 8 consecutive head-dim values of
+  // a row, rows consecutive (a core matrix = 8 rows = 128 contiguous bytes).
+  static constexpr int kQBytes = kM * D * 2;
+  static constexpr int kTileBytes = kN * D * 2;
+  static constexpr int kRawK = 0, kRawKs = kRawK + kN * kKPitch, kRawV = kRawKs + kN * kKsPitch,
+                       kRawVs = kRawV + kN * kVPitch, kRawBytes = kRawVs + kN * kVsPitch;
+  static constexpr int kQ = 0, kK = kQ + kQBytes, kV = kK + 3 * kTileBytes, kRaw = kV + 3 * kTileBytes;  // fp16 rings of 3
+  static constexpr int kPos = kRaw + 2 * kRawBytes;  // the block's min / max position (2 ints)
+  // packed16 K: the fp16 tile holds the exact int8 values; their block scales as fp32,
+  // [D / 16 blocks at most][kN keys] per fp16 slot; Q's per-32-block scales [kM][D / 32].
+  static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kN * 4;
+  static constexpr int kKsf = kPos + 16, kQd = kKsf + 3 * kKsfBytes;
+  static constexpr int kBytes = kQd + (QK == QKMode::packed16_int8 ? kM * ((D + 31) / 32) * 4 : 0);
+  static_assert(D % 16 == 0, "head_dim a multiple of 16");
+  static_assert(kBytes <= 227 * 1024, "shared memory of one sm_90 block");
+  static_assert(kKsf % 16 == 0, "aligned scale rows");
+};
+
+PACKFA_DEV uint32_t cvt_half2(float lo, float hi) {
+  uint32_t r;
+#if PACKFA_WGMMA
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  r = arch::pack_half2(lo, hi);
+#endif
+  return r;
+}
+
+// tanh from one exp2 and one reciprocal: absolute error ~1e-7, which is what a logit needs.
+PACKFA_DEV float tanh_fast(float y) {
+  const float e = arch::exp2_fast(2.8853900817779268f * fminf(fmaxf(y, -15.0f), 15.0f));  // e^(2y)
+  return 1.0f - __fdividef(2.0f, e + 1.0f);
+}
+
+// Keeps a register value live and unmoved across an asynchronous MMA that reads it.
+PACKFA_DEV void hold(uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
+PACKFA_DEV void hold(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// cp.async of `w` bytes (4, 8 or 16; 2: a plain copy), zero-filled when !valid.
+PACKFA_DEV void copy_piece(char* dst, const char* src, int w, bool valid) {
+#if PACKFA_WGMMA
+  const uint32_t s = wgmma::smem_addr(dst);
+  const int n = valid ? w : 0;
+  if (w == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(n) : "memory");
+  else if (w == 8)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(src), "r"(n) : "memory");
+  else if (w == 4)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(n) : "memory");
+  else
+    *reinterpret_cast<uint16_t*>(dst) = valid ? *reinterpret_cast<const uint16_t*>(src) : uint16_t(0);
+#else
+  (void)dst, (void)src, (void)w, (void)valid;
+#endif
+}
+
+// One plane of the cache for one (sequence, KV head): rows `slot` bytes apart, or through the
+// block table (then `page` bytes between pages).
+struct Plane {
+  const char* base;
+  int64_t slot, page;
+  PACKFA_DEV const char* row(const KvView& v, int key) const {
+    if (!v.table) return base + key * slot;
+    return base + v.page_of(key) * page + (key & ((1 << v.page_shift) - 1)) * slot;
+  }
+};
+
+// Rows [t0, t0 + kN) of a plane into `dst` (kPitch bytes apart) in W-byte pieces, keys >= valid
+// zero-filled. Row length and piece width are compile-time: no divisions in the loop.
+template <int kN, int kRow, int W, int kPitch, int kThreads>
+PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0, int valid, int tid) {
+  static_assert(kRow % W == 0, "pieces tile the row");
+  constexpr int kPieces = kRow / W, kTotal = kN * kPieces;
+#pragma unroll
+  for (int i0 = 0; i0 < kTotal; i0 += kThreads) {
+    const int i = i0 + tid;
+    if (kTotal % kThreads == 0 || i < kTotal) {
+      const int key = i / kPieces, off = (i - key * kPieces) * W;
+      const bool ok = t0 + key < valid;
+      const char* src = ok ? pl.row(v, t0 + key) + off : pl.base;
+      copy_piece(dst + key * kPitch + off, src, W, ok);
+    }
+  }
+}
+// Widest copy (<= 16 bytes) that tiles a row of n bytes.
+constexpr int piece_width(int n) { return n % 16 == 0 ? 16 : (n % 8 == 0 ? 8 : (n % 4 == 0 ? 4 : 2)); }
+
+// ---- widening: 16 values of a raw row -> 8 fp16 pairs ------------------------------------------
+// int8 x4 -> fp16 pairs, exact (0x64xx is 1024 + byte); widen_i8x4 also times the scale pair s2.
+PACKFA_DEV void exact_i8x4(uint32_t x, uint32_t& lo, uint32_t& hi) {
+  const uint32_t y = x ^ 0x80808080u;
+  lo = arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4140), 0x64806480u);
+  hi = arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4342), 0x64806480u);
+}
+PACKFA_DEV void widen_i8x4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
+  exact_i8x4(x, lo, hi);
+  lo = arch::hmul2(lo, s2);
+  hi = arch::hmul2(hi, s2);
+}
+// four nibbles (one per byte, 0..15) -> (n - 8) · s
+PACKFA_DEV void widen_n4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
+  lo = arch::hmul2(arch::hsub2(arch::byte_perm(x, 0x64646464u, 0x4140), 0x64086408u), s2);
+  hi = arch::hmul2(arch::hsub2(arch::byte_perm(x, 0x64646464u, 0x4342), 0x64086408u), s2);
+}
+PACKFA_DEV uint32_t splat(uint16_t h) { return static_cast<uint32_t>(h) * 0x10001u; }
+PACKFA_DEV uint32_t ld_u16(const char* p) { return *reinterpret_cast<const uint16_t*>(p); }
+// 16 bytes at a 2-byte aligned shared address.
+PACKFA_DEV uint4 ld16_a2(const char* p) {
+  const uint32_t a = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(p - a);
+  if (a == 0) return make_uint4(w[0], w[1], w[2], w[3]);
+  const uint32_t w4 = w[4];
+  return make_uint4(arch::byte_perm(w[0], w[1], 0x5432), arch::byte_perm(w[1], w[2], 0x5432),
+                    arch::byte_perm(w[2], w[3], 0x5432), arch::byte_perm(w[3], w4, 0x5432));
+}
+// 16 int8 -> 8 fp16 pairs, times the scale pair s2 (kScaled = false: the exact integers).
+template <bool kScaled = true>
+PACKFA_DEV void widen16_i8(const uint4 q, uint32_t s2, uint32_t (&h)[8]) {
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kScaled)
+      widen_i8x4(w[i], s2, h[2 * i], h[2 * i + 1]);
+    else
+      exact_i8x4(w[i], h[2 * i], h[2 * i + 1]);
+  }
+}
+// 32 bytes of a shared raw row (16-byte aligned) as 8 words.
+PACKFA_DEV void ld32(const char* p, uint32_t (&h)[8]) {
+  const uint4 a = *reinterpret_cast<const uint4*>(p), b = *reinterpret_cast<const uint4*>(p + 16);
+  h[0] = a.x, h[1] = a.y, h[2] = a.z, h[3] = a.w, h[4] = b.x, h[5] = b.y, h[6] = b.z, h[7] = b.w;
+}
+PACKFA_DEV uint32_t bf16x2_to_half2(uint32_t w) {
+  return cvt_half2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+// Byte offset of 8 head-dim values (chunk c8 = d / 8) of `row` in an fp16 tile of `rows` rows.
+// Interleaved: [D / 8][rows][8] (core matrices of 8 rows, 128 contiguous bytes). Swizzled
+// (128-byte mode, head_dim a multiple of 64): [D / 64][rows][64] with the 16-byte chunk index
+// XORed by row % 8 (decision "prefill-swizzle": the tensor cores then read 128-byte rows
+// without bank conflicts).
+template <bool kSwizzle>
+PACKFA_DEV int tile_off(int rows, int row, int c8) {
+  if constexpr (kSwizzle) return (c8 >> 3) * rows * 128 + row * 128 + (((c8 & 7) ^ (row & 7)) << 4);
+  else return c8 * rows * 16 + row * 16;
+}
+
+// Writes 16 widened values (head-dim chunk c16 of row `row`) into an MMA-layout tile of `rows`.
+template <bool kSwizzle>
+PACKFA_DEV void put16(char* tile, int rows, int row, int c16, const uint32_t (&h)[8]) {
+  *reinterpret_cast<uint4*>(tile + tile_off<kSwizzle>(rows, row, 2 * c16)) = make_uint4(h[0], h[1], h[2], h[3]);
+  *reinterpret_cast<uint4*>(tile + tile_off<kSwizzle>(rows, row, 2 * c16 + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+}
+
+template <int D, VFormat VF, QKMode QK>
+PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int k_block, int tid) {
+  using L = PrefillLayout<D, VF, QK>;
+  constexpr int kN = L::kN, kItems = kN * D / 16;
+  for (int i = tid; i < kItems; i += L::kThreads) {
+    const int key = i % kN, c = i / kN;
+    uint32_t h[8];
+    const char* kr = raw + L::kRawK + key * L::kKPitch;
+    if constexpr (L::kF16K) {
+      ld32(kr + 32 * c, h);
+    } else {  // exact int8 values (decision "prefill-exact-qk"); the block scale goes to ksf
+      widen16_i8<false>(*reinterpret_cast<const uint4*>(kr + 16 * c), 0u, h);
+      const int blk = 16 * c / k_block;
+      if (16 * c == blk * k_block)
+        ksf[blk * kN + key] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
+    }
+    put16<L::kSwizzle>(kt, kN, key, c, h);
+
+    const char* vr = raw + L::kRawV + key * L::kVPitch;
+    if constexpr (VF == VFormat::f16) {
+      ld32(vr + 32 * c, h);
+    } else if constexpr (VF == VFormat::bf16) {
+      ld32(vr + 32 * c, h);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) h[e] = bf16x2_to_half2(h[e]);
+    } else if constexpr (VF == VFormat::q8_0_planar) {
+      const uint32_t s = splat(ld_u16(raw + L::kRawVs + key * L::kVsPitch + 2 * (c / 2)));
+      widen16_i8(*reinterpret_cast<const uint4*>(vr + 16 * c), s, h);
+    } else if constexpr (VF == VFormat::q8_0) {  // block c / 2: fp16 d, then 32 int8
+      const char* blk = vr + (c / 2) * kQ8_0BlockBytes;
+      widen16_i8(ld16_a2(blk + 2 + 16 * (c & 1)), splat(ld_u16(blk)), h);
+    } else {  // q4_0: block c / 2: fp16 d, 16 bytes; element j low nibble of byte j, j + 16 high
+      const char* blk = vr + (c / 2) * kQ4_0BlockBytes;
+      uint4 q = ld16_a2(blk + 2);
+      const uint32_t s = splat(ld_u16(blk));
+      const int sh = 4 * (c & 1);
+      q.x = (q.x >> sh) & 0x0f0f0f0fu, q.y = (q.y >> sh) & 0x0f0f0f0fu;
+      q.z = (q.z >> sh) & 0x0f0f0f0fu, q.w = (q.w >> sh) & 0x0f0f0f0fu;
+      widen_n4(q.x, s, h[0], h[1]);
+      widen_n4(q.y, s, h[2], h[3]);
+      widen_n4(q.z, s, h[4], h[5]);
+      widen_n4(q.w, s, h[6], h[7]);
+    }
+    put16<L::kSwizzle>(vt, kN, key, c, h);
+  }
+}
+
+// ---- Q: 128 rows to fp16 in the MMA layout (int8 mode: quantized per 32-block first) ----------
+template <int D, VFormat VF, QKMode QK>
+PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0, int tid) {
+  using L = PrefillLayout<D, VF, QK>;
+  constexpr int kBlocks = (D + 31) / 32;
+  for (int i = tid; i < L::kM * kBlocks; i += L::kThreads) {
+    const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
+    const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
+    float x[32];
+    const bool valid = qi < p.nq;
+    const int64_t off = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+                        static_cast<int64_t>(h) * p.q_head + d0;
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      float v = 0.0f;
+      if (valid && e < n) {
+        if (p.q_type == static_cast<int>(DType::f32))
+          v = static_cast<const float*>(p.q)[off + e];
+        else if (p.q_type == static_cast<int>(DType::f16))
+          v = arch::half_to_float(static_cast<const uint16_t*>(p.q)[off + e]);
+        else
+          v = arch::bf16_to_float(static_cast<const uint16_t*>(p.q)[off + e]);
+        if (p.smooth) v *= p.smooth[kvh * D + d0 + e];
+      }
+      x[e] = v;
+    }
+    if constexpr (QK == QKMode::packed16_int8) {  // RefMode::kernel_int8 / quantize_q_int8
+      float amax = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 32; ++e) amax = fmaxf(amax, fabsf(x[e]));
+      const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+#pragma unroll
+      for (int e = 0; e < 32; ++e) {
+        int q = arch::round_to_int(x[e] * inv);
+        q = q < -127 ? -127 : (q > 127 ? 127 : q);
+        x[e] = static_cast<float>(q);  // exact in fp16; the scale is applied to the block's sum
+      }
+      reinterpret_cast<float*>(sq + (L::kQd - L::kQ))[r * kBlocks + blk] = amax > 0.0f ? qd : 0.0f;
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if (8 * c < n) {
+        uint4 w;
+        w.x = cvt_half2(x[8 * c + 0], x[8 * c + 1]);
+        w.y = cvt_half2(x[8 * c + 2], x[8 * c + 3]);
+        w.z = cvt_half2(x[8 * c + 4], x[8 * c + 5]);
+        w.w = cvt_half2(x[8 * c + 6], x[8 * c + 7]);
+        *reinterpret_cast<uint4*>(sq + tile_off<L::kSwizzle>(L::kM, r, d0 / 8 + c)) = w;
+      }
+    }
+  }
+}
+
+}  // namespace packfa::device::prefill
