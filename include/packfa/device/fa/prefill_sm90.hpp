@@ -2,16 +2,19 @@
 // cache on Hopper warpgroup MMA (sm_90a).
 //
 // One block: 128 query rows (GQA rows packed as in decode: row r = token r / gqa, head
-// r % gqa of one KV head) against the visible keys of one sequence, in tiles of kN keys:
-//   stage  — cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
+// r % gqa of one KV head) against the visible keys of one sequence, in tiles of kN keys, by
+// three warpgroups (decision "prefill-warp-specialised"):
+//   producer (warpgroup 0, 72 registers) —
+//     stage: cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
 //            paged) into a ring of two raw slots;
-//   widen  — the block turns raw tile t + 2 into fp16 K and V tiles in the MMA layout (ring
-//            of three): packed16 K as its exact int8 values (block scales beside, in fp32),
-//            V by its format's rule;
-//   scores — S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
+//     widen: turns raw tile t into fp16 K and V tiles in the MMA layout (ring of kStages):
+//            packed16 K as its exact int8 values (block scales beside, in fp32), V by its
+//            format's rule; then marks the slot full (mbarrier);
+//   consumers (warpgroups 1, 2, 216 registers, 64 rows each) — wait for slot t full;
+//     scores: S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
 //            block, each exact integer block sum scaled as decode scales it ("prefill-exact-qk");
-//   edits + online softmax in fp32 registers, then O += P·V on wgmma (P from registers),
-//   running while the next tile is widened.
+//     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers); then
+//     mark the slot empty. The two consumer warpgroups never wait for each other.
 // Why fp16 MMA for Q·K and not int8 (decision "prefill-f16-qk", docs/prefill.md): the K
 // scale varies per 32 values along head_dim, so int8 MMA partials need an int->float convert
 // and FMA per score per 32-block on the FP32 pipe (conversions at quarter rate); exact
@@ -22,6 +25,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "packfa/device/fa/hopper_sync.hpp"
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/pdl.hpp"
 
@@ -95,14 +99,17 @@ struct PrefillRow {
 };
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
-__global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams p) {
+__global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams p) {
   using L = PrefillLayout<D, VF, QK>;
-  constexpr int kN = L::kN, kM = L::kM;
+  constexpr int kN = L::kN, kM = L::kM, kS = L::kStages;
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ __align__(1024) char smem[];
   int* s_pos = reinterpret_cast<int*>(smem + L::kPos);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBars);  // fp16 slot s widened (kProducers arrivals)
+  uint64_t* empty = full + kS;                                     // fp16 slot s read (one arrival a consumer warp)
 
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  const int cw = wg - 1;  // consumer warpgroup 0 / 1 (rows 64·cw ..); -1: the producer
   const int b = blockIdx.z, kvh = blockIdx.y;
   const int r0 = (gridDim.x - 1 - blockIdx.x) * kM;  // later rows first: causal tiles see most keys
 
@@ -112,51 +119,55 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   const bool counts = p.errors && r0 == 0 && kvh == 0;
   if (counts && tid == 0 && kv_len != kv_raw) atomicAdd(p.errors + 0, 1);
 
-  // this thread's two accumulator rows: 64·wg + 16·warp + lane / 4 (+ 8)
-  PrefillRow row[2];
-  if (tid == 0) s_pos[0] = 0x7fffffff, s_pos[1] = -0x7fffffff;
+  // a consumer thread's two accumulator rows: 64·cw + 16·warp + lane / 4 (+ 8); their
+  // descriptions go to shared memory (s_rows), their visible ranges stay in registers
+  PrefillRow* s_rows = reinterpret_cast<PrefillRow*>(smem + L::kRowInfo);
+  static_assert(sizeof(PrefillRow) <= L::kRowInfoBytes, "row table entry");
+  const int my_row = 64 * cw + 16 * warp + lane / 4;  // and my_row + 8
+  int first[2] = {0, 0}, end[2] = {0, 0};
+  if (tid == 0) {
+    s_pos[0] = 0x7fffffff, s_pos[1] = -0x7fffffff;
+    for (int s = 0; s < kS; ++s) hopper::mbar_init(full + s, L::kProducers), hopper::mbar_init(empty + s, L::kConsumers / 32);
+  }
   __syncthreads();
+  if (cw >= 0) {
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int R = r0 + 64 * wg + 16 * warp + lane / 4 + 8 * k;
-    PrefillRow& ri = row[k];
-    ri.qi = R / p.gqa;
-    ri.h = kvh * p.gqa + R % p.gqa;
-    ri.valid = ri.qi < p.nq;
-    ri.pos = -1;
-    ri.slope = 0.0f;
-    ri.slope_pos = 0.0f;
-    ri.first = 0;
-    ri.end = 0;
-    ri.mask_mul = 1.0f;
-    ri.mask = nullptr;
-    if (ri.valid) {
-      int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
-      if (p.q_pos && p.errors && kvh == 0 && lane % 4 == 0 && (pos < 0 || pos >= kv_len)) atomicAdd(p.errors + 1, 1);
-      ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
-      if (p.alibi_n2 > 0) {
-        ri.slope = ri.h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(ri.h + 1))
-                                     : powf(p.alibi_m1, static_cast<float>(2 * (ri.h - p.alibi_n2) + 1));
-        if (!p.alibi_pos) ri.mask_mul = ri.slope;
-        else ri.slope_pos = ri.slope;
+    for (int k = 0; k < 2; ++k) {
+      const int R = r0 + my_row + 8 * k;
+      PrefillRow ri;
+      ri.qi = R / p.gqa;
+      ri.h = kvh * p.gqa + R % p.gqa;
+      ri.valid = ri.qi < p.nq;
+      ri.pos = -1;
+      ri.slope = 0.0f;
+      ri.slope_pos = 0.0f;
+      ri.first = 0;
+      ri.end = 0;
+      ri.mask_mul = 1.0f;
+      ri.mask = nullptr;
+      if (ri.valid) {
+        int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
+        if (p.q_pos && p.errors && kvh == 0 && lane % 4 == 0 && (pos < 0 || pos >= kv_len)) atomicAdd(p.errors + 1, 1);
+        ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
+        if (p.alibi_n2 > 0) {
+          ri.slope = ri.h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(ri.h + 1))
+                                       : powf(p.alibi_m1, static_cast<float>(2 * (ri.h - p.alibi_n2) + 1));
+          if (!p.alibi_pos) ri.mask_mul = ri.slope;
+          else ri.slope_pos = ri.slope;
+        }
+        ri.end = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
+        ri.first = p.window > 0 ? ri.pos - p.window + 1 : 0;
+        if (p.mask)
+          ri.mask = p.mask + static_cast<int64_t>(b) * p.mask_seq + static_cast<int64_t>(ri.qi) * p.mask_row +
+                    static_cast<int64_t>(ri.h) * p.mask_head;
+        if (lane % 4 == 0) atomicMin(&s_pos[0], ri.pos), atomicMax(&s_pos[1], ri.pos);
       }
-      ri.end = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
-      ri.first = p.window > 0 ? ri.pos - p.window + 1 : 0;
-      if (p.mask)
-        ri.mask = p.mask + static_cast<int64_t>(b) * p.mask_seq + static_cast<int64_t>(ri.qi) * p.mask_row +
-                  static_cast<int64_t>(ri.h) * p.mask_head;
-      atomicMin(&s_pos[0], ri.pos);
-      atomicMax(&s_pos[1], ri.pos);
+      first[k] = ri.first, end[k] = ri.end;
+      if (lane % 4 == 0) s_rows[my_row + 8 * k] = ri;
     }
   }
-
-  char* sq = smem + L::kQ;
-  load_q<D, VF, QK>(p, sq, b, kvh, r0, tid);
   __syncthreads();
   const int min_pos = s_pos[0], max_pos = s_pos[1];
-  // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
-  const float* qd_rows[2] = {reinterpret_cast<const float*>(smem + L::kQd) + (64 * wg + 16 * warp + lane / 4) * ((D + 31) / 32),
-                             reinterpret_cast<const float*>(smem + L::kQd) + (64 * wg + 16 * warp + lane / 4 + 8) * ((D + 31) / 32)};
 
   // the block's key range [lo, hi), lo on a tile boundary
   int hi = p.causal ? (max_pos + 1 < kv_len ? max_pos + 1 : kv_len) : kv_len;
@@ -165,46 +176,71 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   if (min_pos > max_pos) hi = lo;  // no valid row
   const int n_tiles = hi > lo ? (hi - lo + kN - 1) / kN : 0;
 
-  KvView view{nullptr, 0, p.num_pages, p.errors};
-  if constexpr (PAGED) {
-    view.table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
-    view.page_shift = 31 - __clz(p.page_size);
-  }
-  const int64_t bs = PAGED ? 0 : b;
-  const Plane pk{p.k + bs * p.k_seq + kvh * p.k_head, p.k_slot, p.k_seq};
-  const Plane pks{p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq};
-  const Plane pv{p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq};
-  const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
-  auto stage = [&](int t) {  // raw ring slot t & 1
-    char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
-    const int t0 = lo + t * kN;
-    constexpr int kT = L::kThreads;
-    stage_plane<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk, view, t0, hi, tid);
-    if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
-      if (p.k_block == 32)
-        stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
-      else
-        stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
+  if (wg == 0) {  // ---- producer: raw tiles two ahead (cp.async ring of 2) -> fp16 ring of kS ----
+    hopper::regs_shrink<L::kProducerRegs>();
+    KvView view{nullptr, 0, p.num_pages, p.errors};
+    if constexpr (PAGED) {
+      view.table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
+      view.page_shift = 31 - __clz(p.page_size);
     }
-    stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv, view, t0, hi, tid);
-    if constexpr (VF == VFormat::q8_0_planar)
-      stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs, view, t0, hi, tid);
-    arch::copy_async_commit();
-  };
-  auto widen = [&](int t) {  // raw slot t & 1 -> fp16 slot t % 3
-    widen_tile<D, VF, QK>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + (t % 3) * L::kTileBytes,
-                          smem + L::kV + (t % 3) * L::kTileBytes,
-                          reinterpret_cast<float*>(smem + L::kKsf + (t % 3) * L::kKsfBytes), p.k_block, tid);
-    wgmma::fence_smem_for_mma();
-  };
-  const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * wg * (L::kSwizzle ? 128 : 16);
+    const int64_t bs = PAGED ? 0 : b;
+    const Plane pk{p.k + bs * p.k_seq + kvh * p.k_head, p.k_slot, p.k_seq};
+    const Plane pks{p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq};
+    const Plane pv{p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq};
+    const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
+    constexpr int kT = L::kProducers;
+    auto stage = [&](int t) {  // raw ring slot t & 1; always one commit group
+      if (t < n_tiles) {
+        char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
+        const int t0 = lo + t * kN;
+        stage_plane<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk, view, t0, hi, tid);
+        if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
+          if (p.k_block == 32)
+            stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
+          else
+            stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks, view, t0, hi, tid);
+        }
+        stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv, view, t0, hi, tid);
+        if constexpr (VF == VFormat::q8_0_planar)
+          stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs, view, t0, hi, tid);
+      }
+      arch::copy_async_commit();
+    };
+    stage(0);
+    stage(1);
+    for (int t = 0; t < n_tiles; ++t) {
+      const int s = t % kS;
+      arch::copy_async_wait<1>();  // this thread's pieces of tile t landed (t + 1 may be in flight)
+      hopper::named_sync(1, kT);   // everyone's
+      if (t >= kS) hopper::mbar_wait(empty + s, (t / kS - 1) & 1);  // tile t - kS read by all consumers
+      widen_tile<D, VF, QK, kT>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + s * L::kTileBytes,
+                                smem + L::kV + s * L::kTileBytes,
+                                reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, tid);
+      wgmma::fence_smem_for_mma();
+      hopper::mbar_arrive(full + s);
+      hopper::named_sync(1, kT);  // raw slot t & 1 read by everyone
+      stage(t + 2);
+    }
+    return;
+  }
+
+  // ---- consumers: 64 rows a warpgroup ---------------------------------------------------------
+  hopper::regs_grow<L::kConsumerRegs>();
+  const int ctid = tid - L::kProducers;
+  char* sq = smem + L::kQ;
+  load_q<D, VF, QK>(p, sq, b, kvh, r0, ctid);
+  hopper::named_sync(2, L::kConsumers);
+  // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
+  const float* qd_rows[2] = {reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32),
+                             reinterpret_cast<const float*>(smem + L::kQd) + (my_row + 8) * ((D + 31) / 32)};
+  const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * cw * (L::kSwizzle ? 128 : 16);
   auto scores = [&](int t, float (&sv)[kN / 2]) {
-    const char* slot_k = smem + L::kK + (t % 3) * L::kTileBytes;
+    const char* slot_k = smem + L::kK + (t % kS) * L::kTileBytes;
     if constexpr (L::kF16K) {
       qk_chain<L, D / 16>(q_addr, slot_k, 0, sv);
       wgmma::wait<0>();
     } else {
-      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % 3) * L::kKsfBytes);
+      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
       if constexpr (D % 32 == 0) {
         if (p.k_block == 32) {
           qk_blocked<L, QK, 32>(q_addr, slot_k, ksf, qd_rows, lane, sv);
@@ -223,26 +259,12 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   const bool extras = softcap > 0.0f || p.mask || p.alibi_n2 > 0;
   const float sc2 = p.scale * kLog2e, inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
 
-  // Pipeline (decision "prefill-pipeline"): raw tiles stream two ahead (cp.async ring of 2),
-  // fp16 tiles are widened two ahead (ring of 3); P·V of tile t overlaps the widening. (Issuing
-  // the next tile's scores before the softmax measured no gain on the H200: 180 vs 185 us.)
+  // Pipeline (decision "prefill-pipeline"): the producer widens up to kS tiles ahead; a
+  // consumer warpgroup waits for slot t % kS to be full, and frees it once its P·V is done.
   float s[kN / 2];
-  if (n_tiles > 0) {
-    stage(0);
-    if (n_tiles > 1) stage(1);
-    if (n_tiles > 1) arch::copy_async_wait<1>(); else arch::copy_async_wait<0>();
-    __syncthreads();
-    widen(0);
-    if (n_tiles > 1) {
-      arch::copy_async_wait<0>();
-      __syncthreads();
-      widen(1);
-    }
-    __syncthreads();  // fp16 slots 0, 1 ready; raw slot 0 free
-    if (n_tiles > 2) stage(2);
-  }
   for (int t = 0; t < n_tiles; ++t) {
     const int t0 = lo + t * kN;
+    hopper::mbar_wait(full + t % kS, (t / kS) & 1);
     scores(t, s);
 
     // edits, visibility (three variants, so the common one is short), online softmax
@@ -258,17 +280,18 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
 #pragma unroll
         for (int v = 0; v < 4; ++v) {
           const int key = kb + 8 * j + (v & 1);
-          const bool vis = key >= row[v >> 1].first && key < row[v >> 1].end;
+          const bool vis = key >= first[v >> 1] && key < end[v >> 1];
           s[4 * j + v] = vis ? s[4 * j + v] * sc2 : -INFINITY;
         }
     } else {
+      const PrefillRow rows[2] = {s_rows[my_row], s_rows[my_row + 8]};
 #pragma unroll
       for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
         for (int v = 0; v < 4; ++v) {
-          const PrefillRow& ri = row[v >> 1];
+          const PrefillRow& ri = rows[v >> 1];
           const int key = kb + 8 * j + (v & 1);
-          const bool vis = key >= ri.first && key < ri.end;
+          const bool vis = key >= first[v >> 1] && key < end[v >> 1];
           float x = s[4 * j + v] * p.scale;
           if (softcap > 0.0f) x = softcap * tanh_fast(x * inv_cap);
           if (ri.mask && vis) x += ri.mask_mul * arch::half_to_float(ri.mask[key]);
@@ -315,7 +338,7 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
       pf[kk][2] = cvt_half2(s[8 * kk + 4], s[8 * kk + 5]);
       pf[kk][3] = cvt_half2(s[8 * kk + 6], s[8 * kk + 7]);
     }
-    const uint32_t v_addr = wgmma::smem_addr(smem + L::kV + (t % 3) * L::kTileBytes);
+    const uint32_t v_addr = wgmma::smem_addr(smem + L::kV + (t % kS) * L::kTileBytes);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk) {
@@ -326,21 +349,14 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
     }
     wgmma::commit();
 
-    // meanwhile: widen tile t + 2 (its raw bytes landed), stage tile t + 3 into the raw slot
-    // tile t + 1 left (widened one iteration ago)
-    if (t + 2 < n_tiles) {
-      arch::copy_async_wait<0>();
-      __syncthreads();  // every thread's copies landed; fp16 slot (t + 2) % 3 = (t - 1) % 3 is read by no one
-      widen(t + 2);
-      __syncthreads();  // slot (t + 2) % 3 complete before tile t + 2's scores
-      if (t + 3 < n_tiles) stage(t + 3);
-    }
     wgmma::wait<0>();  // P·V of t
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)
       hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) hold(o[i]);
+    __syncwarp();
+    if (lane == 0) hopper::mbar_arrive(empty + t % kS);  // this warp is done with slot t % kS
   }
 
   pdl::launch_dependents();
@@ -349,7 +365,7 @@ __global__ void __launch_bounds__(256, 1) fa_prefill_kernel(const FaKernelParams
   for (int k = 0; k < 2; ++k) {
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
-    const PrefillRow& ri = row[k];
+    const PrefillRow ri = s_rows[my_row + 8 * k];
     float scale_o = 1.0f;
     if (p.sinks && ri.valid) {
       const float sk = p.sinks[ri.h] * kLog2e;

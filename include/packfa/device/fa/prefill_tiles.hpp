@@ -21,8 +21,15 @@ constexpr int odd16(int x) { return (round16(x) / 16) % 2 ? round16(x) : round16
 template <int D, VFormat VF, QKMode QK>
 struct PrefillLayout {
   static constexpr int kD = D;
-  static constexpr int kThreads = 256;           // two warpgroups
-  static constexpr int kM = 128;                 // query rows per block, 64 per warpgroup
+  // Warp specialisation (decision "prefill-warp-specialised"): warpgroup 0 stages and widens
+  // the cache tiles, warpgroups 1 and 2 compute 64 query rows each; they meet only at the
+  // ring's mbarriers.
+  static constexpr int kProducers = 128, kConsumers = 256, kThreads = kProducers + kConsumers;
+  // setmaxnreg budgets, 128·72 + 256·216 = 384·168 (the block's register file): the producer
+  // spills below 64 (address arithmetic of the staging loops), the consumers need ~210 at D 128
+  static constexpr int kProducerRegs = 72, kConsumerRegs = 216;
+  static constexpr int kStages = 3;  // fp16 K / V ring
+  static constexpr int kM = 128;                 // query rows per block, 64 per consumer warpgroup
   static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile (128 does not fit the rings' shared memory)
   static constexpr bool kF16K = QK == QKMode::f16;
 #if defined(PACKFA_PREFILL_SWIZZLE)
@@ -44,13 +51,18 @@ struct PrefillLayout {
   static constexpr int kTileBytes = kN * D * 2;
   static constexpr int kRawK = 0, kRawKs = kRawK + kN * kKPitch, kRawV = kRawKs + kN * kKsPitch,
                        kRawVs = kRawV + kN * kVPitch, kRawBytes = kRawVs + kN * kVsPitch;
-  static constexpr int kQ = 0, kK = kQ + kQBytes, kV = kK + 3 * kTileBytes, kRaw = kV + 3 * kTileBytes;  // fp16 rings of 3
+  static constexpr int kQ = 0, kK = kQ + kQBytes, kV = kK + kStages * kTileBytes, kRaw = kV + kStages * kTileBytes;
   static constexpr int kPos = kRaw + 2 * kRawBytes;  // the block's min / max position (2 ints)
+  static constexpr int kBars = kPos + 16;            // mbarriers: full[kStages], then empty[kStages]
   // packed16 K: the fp16 tile holds the exact int8 values; their block scales as fp32,
   // [D / 16 blocks at most][kN keys] per fp16 slot; Q's per-32-block scales [kM][D / 32].
   static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kN * 4;
-  static constexpr int kKsf = kPos + 16, kQd = kKsf + 3 * kKsfBytes;
-  static constexpr int kBytes = kQd + (QK == QKMode::packed16_int8 ? kM * ((D + 31) / 32) * 4 : 0);
+  static constexpr int kKsf = kBars + round16(2 * kStages * 8), kQd = kKsf + kStages * kKsfBytes;
+  // each row's token, head, visible range and edits (PrefillRow, 48 bytes): registers hold only
+  // the visible range, the rest is read where an edit or the epilogue needs it
+  static constexpr int kRowInfo = round16(kQd + (QK == QKMode::packed16_int8 ? kM * ((D + 31) / 32) * 4 : 0));
+  static constexpr int kRowInfoBytes = 48;
+  static constexpr int kBytes = kRowInfo + kM * kRowInfoBytes;
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
   static_assert(kBytes <= 227 * 1024, "shared memory of one sm_90 block");
   static_assert(kKsf % 16 == 0, "aligned scale rows");
@@ -192,11 +204,15 @@ PACKFA_DEV void put16(char* tile, int rows, int row, int c16, const uint32_t (&h
   *reinterpret_cast<uint4*>(tile + tile_off<kSwizzle>(rows, row, 2 * c16 + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
 }
 
-template <int D, VFormat VF, QKMode QK>
+// By the kT threads tid = 0 .. kT - 1.
+template <int D, VFormat VF, QKMode QK, int kT>
 PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int k_block, int tid) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kItems = kN * D / 16;
-  for (int i = tid; i < kItems; i += L::kThreads) {
+#pragma unroll
+  for (int i0 = 0; i0 < kItems; i0 += kT) {
+    const int i = i0 + tid;
+    if (kItems % kT != 0 && i >= kItems) break;
     const int key = i % kN, c = i / kN;
     uint32_t h[8];
     const char* kr = raw + L::kRawK + key * L::kKPitch;
@@ -240,11 +256,12 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
 }
 
 // ---- Q: 128 rows to fp16 in the MMA layout (int8 mode: quantized per 32-block first) ----------
+// By the consumer threads tid = 0 .. kConsumers - 1.
 template <int D, VFormat VF, QKMode QK>
 PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0, int tid) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kBlocks = (D + 31) / 32;
-  for (int i = tid; i < L::kM * kBlocks; i += L::kThreads) {
+  for (int i = tid; i < L::kM * kBlocks; i += L::kConsumers) {
     const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
     const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
     float x[32];
