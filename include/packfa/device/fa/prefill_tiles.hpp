@@ -118,20 +118,27 @@ struct Plane {
 };
 
 // Rows [t0, t0 + kN) of a plane into `dst` (kPitch bytes apart) in W-byte pieces, keys >= valid
-// zero-filled. Row length and piece width are compile-time: no divisions in the loop.
-template <int kN, int kRow, int W, int kPitch, int kThreads>
+// zero-filled. Row length and piece width are compile-time: no divisions in the loop. Paged
+// planes unroll by two only: each piece's page lookup would hold registers the producer
+// warpgroup does not have.
+template <int kN, int kRow, int W, int kPitch, int kThreads, bool kPaged = false>
 PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0, int valid, int tid) {
   static_assert(kRow % W == 0, "pieces tile the row");
   constexpr int kPieces = kRow / W, kTotal = kN * kPieces;
-#pragma unroll
-  for (int i0 = 0; i0 < kTotal; i0 += kThreads) {
-    const int i = i0 + tid;
+  auto piece = [&](int i) {
     if (kTotal % kThreads == 0 || i < kTotal) {
       const int key = i / kPieces, off = (i - key * kPieces) * W;
       const bool ok = t0 + key < valid;
       const char* src = ok ? pl.row(v, t0 + key) + off : pl.base;
       copy_piece(dst + key * kPitch + off, src, W, ok);
     }
+  };
+  if constexpr (kPaged) {
+#pragma unroll 2
+    for (int i0 = 0; i0 < kTotal; i0 += kThreads) piece(i0 + tid);
+  } else {
+#pragma unroll
+    for (int i0 = 0; i0 < kTotal; i0 += kThreads) piece(i0 + tid);
   }
 }
 // Widest copy (<= 16 bytes) that tiles a row of n bytes.
