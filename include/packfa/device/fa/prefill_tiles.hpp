@@ -216,10 +216,7 @@ template <int D, VFormat VF, QKMode QK, int kT>
 PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int k_block, int tid) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kItems = kN * D / 16;
-#pragma unroll
-  for (int i0 = 0; i0 < kItems; i0 += kT) {
-    const int i = i0 + tid;
-    if (kItems % kT != 0 && i >= kItems) break;
+  auto item = [&](int i) {
     const int key = i % kN, c = i / kN;
     uint32_t h[8];
     const char* kr = raw + L::kRawK + key * L::kKPitch;
@@ -259,6 +256,13 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       widen_n4(q.w, s, h[6], h[7]);
     }
     put16<L::kSwizzle>(vt, kN, key, c, h);
+  };
+  if constexpr (kItems % kT == 0) {
+#pragma unroll
+    for (int i0 = 0; i0 < kItems; i0 += kT) item(i0 + tid);
+  } else {  // head dims 80, 112: a part-filled last round; unrolled it spills (72 registers)
+#pragma unroll 1
+    for (int i = tid; i < kItems; i += kT) item(i);
   }
 }
 
