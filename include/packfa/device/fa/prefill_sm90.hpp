@@ -90,12 +90,10 @@ PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf
 
 // Per accumulator row: where its token sits and what edits its scores get.
 struct PrefillRow {
-  bool valid;
-  int qi, h, pos;
-  int first, end;        // visible keys [first, end): window, causal, kv_len (empty for invalid rows)
+  int qi, h, pos;         // token, query head, position (valid rows: qi < nq)
   float slope, mask_mul;
-  float slope_pos;       // AlibiMode::position: slope (else 0)
-  const uint16_t* mask;  // the row's mask (key 0), or null
+  float slope_pos;        // AlibiMode::position: slope (else 0)
+  const uint16_t* mask;   // the row's mask (key 0), or null
 };
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
@@ -137,15 +135,12 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       PrefillRow ri;
       ri.qi = R / p.gqa;
       ri.h = kvh * p.gqa + R % p.gqa;
-      ri.valid = ri.qi < p.nq;
       ri.pos = -1;
       ri.slope = 0.0f;
       ri.slope_pos = 0.0f;
-      ri.first = 0;
-      ri.end = 0;
       ri.mask_mul = 1.0f;
       ri.mask = nullptr;
-      if (ri.valid) {
+      if (ri.qi < p.nq) {
         int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
         if (p.q_pos && p.errors && kvh == 0 && lane % 4 == 0 && (pos < 0 || pos >= kv_len)) atomicAdd(p.errors + 1, 1);
         ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
@@ -155,14 +150,13 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
           if (!p.alibi_pos) ri.mask_mul = ri.slope;
           else ri.slope_pos = ri.slope;
         }
-        ri.end = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
-        ri.first = p.window > 0 ? ri.pos - p.window + 1 : 0;
+        end[k] = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
+        first[k] = p.window > 0 ? ri.pos - p.window + 1 : 0;
         if (p.mask)
           ri.mask = p.mask + static_cast<int64_t>(b) * p.mask_seq + static_cast<int64_t>(ri.qi) * p.mask_row +
                     static_cast<int64_t>(ri.h) * p.mask_head;
         if (lane % 4 == 0) atomicMin(&s_pos[0], ri.pos), atomicMax(&s_pos[1], ri.pos);
       }
-      first[k] = ri.first, end[k] = ri.end;
       if (lane % 4 == 0) s_rows[my_row + 8 * k] = ri;
     }
   }
@@ -367,7 +361,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
     const PrefillRow ri = s_rows[my_row + 8 * k];
     float scale_o = 1.0f;
-    if (p.sinks && ri.valid) {
+    const bool valid = ri.qi < p.nq;
+    if (p.sinks && valid) {
       const float sk = p.sinks[ri.h] * kLog2e;
       const float mf = fmaxf(m[k], sk);
       const float c = arch::exp2_fast(m[k] - mf);
@@ -376,7 +371,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       m[k] = mf;
     }
     const float inv = l[k] > 0.0f ? scale_o / l[k] : 0.0f;
-    if (!ri.valid) continue;
+    if (!valid) continue;
     const int64_t ob = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(ri.qi) * p.o_row +
                        static_cast<int64_t>(ri.h) * p.o_head;
 #pragma unroll

@@ -58,10 +58,10 @@ struct PrefillLayout {
   // [D / 16 blocks at most][kN keys] per fp16 slot; Q's per-32-block scales [kM][D / 32].
   static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kN * 4;
   static constexpr int kKsf = kBars + round16(2 * kStages * 8), kQd = kKsf + kStages * kKsfBytes;
-  // each row's token, head, visible range and edits (PrefillRow, 48 bytes): registers hold only
+  // each row's token, head, position and edits (PrefillRow, 32 bytes): registers hold only
   // the visible range, the rest is read where an edit or the epilogue needs it
   static constexpr int kRowInfo = round16(kQd + (QK == QKMode::packed16_int8 ? kM * ((D + 31) / 32) * 4 : 0));
-  static constexpr int kRowInfoBytes = 48;
+  static constexpr int kRowInfoBytes = 32;
   static constexpr int kBytes = kRowInfo + kM * kRowInfoBytes;
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
   static_assert(kBytes <= 227 * 1024, "shared memory of one sm_90 block");
@@ -257,8 +257,11 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
     }
     put16<L::kSwizzle>(vt, kN, key, c, h);
   };
-  if constexpr (kItems % kT == 0) {
+  if constexpr (kItems % kT == 0 && !L::kF16K) {
 #pragma unroll
+    for (int i0 = 0; i0 < kItems; i0 += kT) item(i0 + tid);
+  } else if constexpr (kItems % kT == 0) {  // f16 K: 32-byte K loads, fully unrolled they spill
+#pragma unroll 2
     for (int i0 = 0; i0 < kItems; i0 += kT) item(i0 + tid);
   } else {  // head dims 80, 112: a part-filled last round; unrolled it spills (72 registers)
 #pragma unroll 1
