@@ -57,7 +57,7 @@ PACKFA_DEV void qk_chain(uint32_t q_addr, const char* slot_k, int kk0, float (&a
 // s += isum_b · qd_b · kd_b (qd = 1 in the fp16-Q mode). Two accumulators: block b + 1 is on
 // the tensor cores while block b is scaled.
 template <class L, QKMode QK, int kBlk>
-PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf, const float* const (&qd_rows)[2],
+PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf, const float* qd_row,
                            int lane, float (&sv)[L::kN / 2]) {
   constexpr int kN = L::kN, kSteps = kBlk / 16, kNb = L::kD / kBlk;
   constexpr int kAcc = L::kD <= 128 ? 2 : 1;  // D 256: one accumulator (the register file is full)
@@ -74,7 +74,8 @@ PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf
       wgmma::wait<0>();
     }
     float qd[2] = {1.0f, 1.0f};
-    if constexpr (QK == QKMode::packed16_int8) qd[0] = qd_rows[0][b * kBlk / 32], qd[1] = qd_rows[1][b * kBlk / 32];
+    if constexpr (QK == QKMode::packed16_int8)  // rows r and r + 8 of Q's block scales [kM][(D + 31) / 32]
+      qd[0] = qd_row[b * kBlk / 32], qd[1] = qd_row[8 * ((L::kD + 31) / 32) + b * kBlk / 32];
 #pragma unroll
     for (int j = 0; j < kN / 8; ++j) {
       const float2 kd = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
@@ -225,8 +226,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   load_q<D, VF, QK>(p, sq, b, kvh, r0, ctid);
   hopper::named_sync(2, L::kConsumers);
   // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
-  const float* qd_rows[2] = {reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32),
-                             reinterpret_cast<const float*>(smem + L::kQd) + (my_row + 8) * ((D + 31) / 32)};
+  const float* qd_row = reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32);
   const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * cw * (L::kSwizzle ? 128 : 16);
   auto scores = [&](int t, float (&sv)[kN / 2]) {
     const char* slot_k = smem + L::kK + (t % kS) * L::kTileBytes;
@@ -237,11 +237,11 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
       if constexpr (D % 32 == 0) {
         if (p.k_block == 32) {
-          qk_blocked<L, QK, 32>(q_addr, slot_k, ksf, qd_rows, lane, sv);
+          qk_blocked<L, QK, 32>(q_addr, slot_k, ksf, qd_row, lane, sv);
           return;
         }
       }
-      qk_blocked<L, QK, 16>(q_addr, slot_k, ksf, qd_rows, lane, sv);
+      qk_blocked<L, QK, 16>(q_addr, slot_k, ksf, qd_row, lane, sv);
     }
   };
 

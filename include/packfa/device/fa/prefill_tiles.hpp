@@ -27,7 +27,7 @@ struct PrefillLayout {
   static constexpr int kProducers = 128, kConsumers = 256, kThreads = kProducers + kConsumers;
   // setmaxnreg budgets, 128·72 + 256·216 = 384·168 (the block's register file): the producer
   // spills below 64 (address arithmetic of the staging loops), the consumers need ~210 at D 128
-  static constexpr int kProducerRegs = 72, kConsumerRegs = 216;
+  static constexpr int kProducerRegs = D <= 128 ? 72 : 56, kConsumerRegs = D <= 128 ? 216 : 224;
   static constexpr int kStages = 3;  // fp16 K / V ring
   static constexpr int kM = 128;                 // query rows per block, 64 per consumer warpgroup
   static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile (128 does not fit the rings' shared memory)
