@@ -188,16 +188,16 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       if (t < n_tiles) {
         char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
         const int t0 = lo + t * kN;
-        stage_plane<kN, L::kKRow, 16, L::kKPitch, kT, PAGED>(raw + L::kRawK, pk, view, t0, hi, tid);
+        stage_plane<kN, L::kKRow, 16, L::kKPitch, kT, PAGED || (D > 128)>(raw + L::kRawK, pk, view, t0, hi, tid);
         if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
           if (p.k_block == 32)
-            stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT, PAGED>(raw + L::kRawKs, pks, view, t0, hi, tid);
+            stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, tid);
           else
-            stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT, PAGED>(raw + L::kRawKs, pks, view, t0, hi, tid);
+            stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, tid);
         }
-        stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT, PAGED>(raw + L::kRawV, pv, view, t0, hi, tid);
+        stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT, PAGED || (D > 128)>(raw + L::kRawV, pv, view, t0, hi, tid);
         if constexpr (VF == VFormat::q8_0_planar)
-          stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT, PAGED>(raw + L::kRawVs, pvs, view, t0, hi, tid);
+          stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT, PAGED || (D > 128)>(raw + L::kRawVs, pvs, view, t0, hi, tid);
       }
       arch::copy_async_commit();
     };

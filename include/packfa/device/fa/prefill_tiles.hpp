@@ -118,10 +118,10 @@ struct Plane {
 };
 
 // Rows [t0, t0 + kN) of a plane into `dst` (kPitch bytes apart) in W-byte pieces, keys >= valid
-// zero-filled. Row length and piece width are compile-time: no divisions in the loop. Paged
-// planes and 2-byte pieces unroll by two only: each piece's page lookup or loaded value would
-// hold registers the producer warpgroup does not have.
-template <int kN, int kRow, int W, int kPitch, int kThreads, bool kPaged = false>
+// zero-filled. Row length and piece width are compile-time: no divisions in the loop. kByTwo
+// (paged planes, head dim 256) and 2-byte pieces unroll by two only: each piece's page lookup,
+// address or loaded value would hold registers the producer warpgroup does not have.
+template <int kN, int kRow, int W, int kPitch, int kThreads, bool kByTwo = false>
 PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0, int valid, int tid) {
   static_assert(kRow % W == 0, "pieces tile the row");
   constexpr int kPieces = kRow / W, kTotal = kN * kPieces;
@@ -133,7 +133,7 @@ PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0,
       copy_piece(dst + key * kPitch + off, src, W, ok);
     }
   };
-  if constexpr (kPaged || W < 4) {  // 2-byte pieces (ggml rows at D 96) are plain loads: each holds a register
+  if constexpr (kByTwo || W < 4) {  // 2-byte pieces (ggml rows at D 96) are plain loads: each holds a register
 #pragma unroll 2
     for (int i0 = 0; i0 < kTotal; i0 += kThreads) piece(i0 + tid);
   } else {
