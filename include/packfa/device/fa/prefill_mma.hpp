@@ -4,7 +4,7 @@
 //
 // One block: 64 query rows (4 waves of 16; GQA rows packed as in decode: row r = token
 // r / gqa, head r % gqa of one KV head) against the visible keys of one sequence, in tiles of
-// kN keys (NVIDIA: 64, D 256: 32; RDNA: 32, its workgroup has 64 KB of LDS):
+// kN keys (NVIDIA: 64, D 256: 16; RDNA: 32, its workgroup has 64 KB of LDS; mma_tile_keys):
 //   stage  — raw cache rows of the tile (any K / V format, contiguous or paged, through the
 //            same KvView as decode and prefill_sm90) into shared memory: cp.async one tile
 //            ahead on NVIDIA (two raw slots), synchronous loads on RDNA (one slot); keys past
@@ -39,14 +39,14 @@ constexpr int round16(int x) { return (x + 15) / 16 * 16; }
 constexpr int odd16(int x) { return (round16(x) / 16) % 2 ? round16(x) : round16(x) + 16; }
 constexpr int piece_width(int n) { return n % 16 == 0 ? 16 : (n % 8 == 0 ? 8 : (n % 4 == 0 ? 4 : 2)); }
 
-// Shared-memory layout. Depends on the backend only (the host registry reads it), not on the
-// gfx generation.
-template <int D, VFormat VF, QKMode QK, bool kHip>
-struct MmaLayoutOf {
+// Shared-memory layout for kN keys a tile. Depends on the backend only (the host registry
+// reads it), not on the gfx generation.
+template <int D, VFormat VF, QKMode QK, bool kHip, int N>
+struct MmaLayoutN {
   static constexpr int kD = D;
   static constexpr int kWaves = 4, kThreads = 32 * kWaves;
   static constexpr int kM = 16 * kWaves;  // query rows a block
-  static constexpr int kN = kHip ? 32 : (D <= 128 ? 64 : 32);  // keys a tile
+  static constexpr int kN = N;            // keys a tile
   static constexpr int kSlots = kHip ? 1 : 2;                   // raw tiles in flight + 1
   static constexpr bool kI8K = QK != QKMode::f16;               // packed16 K: int8 values
   static constexpr bool kI8Q = QK == QKMode::packed16_int8;     // Q quantized to int8
@@ -74,6 +74,17 @@ struct MmaLayoutOf {
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
   static_assert(sizeof(RowInfo) == 32, "RowInfo is 32 bytes");
 };
+// Keys a tile: RDNA 32 (64 KB of LDS a workgroup); NVIDIA 64, or 32 where 64 would pass the
+// 99 KB of sm_86 / sm_89 (D 128 f16 K + bf16 V), and 16 at D 256 (O is 128 registers a thread:
+// with 32 keys ptxas spilled 4-28 bytes).
+template <int D, VFormat VF, QKMode QK, bool kHip>
+constexpr int mma_tile_keys() {
+  if (kHip) return 32;
+  if (D > 128) return 16;
+  return MmaLayoutN<D, VF, QK, false, 64>::kBytes <= 99 * 1024 ? 64 : 32;
+}
+template <int D, VFormat VF, QKMode QK, bool kHip>
+using MmaLayoutOf = MmaLayoutN<D, VF, QK, kHip, mma_tile_keys<D, VF, QK, kHip>()>;
 template <int D, VFormat VF, QKMode QK>
 using MmaLayout = MmaLayoutOf<D, VF, QK,
 #if defined(PACKFA_BACKEND_HIP)
@@ -249,11 +260,11 @@ PACKFA_DEV void load_q(const FaKernelParams& p, const void* qp, char* sq, float*
 
 // The scores of one tile: s[n][i] = Q·K^T of key tile n, element i (wave_mma.hpp's layout),
 // scaled as decode scales them (natural-log units before the softmax scale).
-template <int D, VFormat VF, QKMode QK, int KB>
-PACKFA_DEV void tile_scores(float (&s)[MmaLayout<D, VF, QK>::kN / 16][8], const char* qw, const float* qdw,
-                            const char* kt, const float* ksf, int lane) {
+template <int D, VFormat VF, QKMode QK, int KB, int kT>
+PACKFA_DEV void tile_scores(float (&s)[kT][8], const char* qw, const float* qdw, const char* kt, const float* ksf,
+                            int lane) {
   using L = MmaLayout<D, VF, QK>;
-  constexpr int kT = L::kN / 16;
+  static_assert(kT == L::kN / 16, "key tiles");
   PACKFA_UNROLL
   for (int n = 0; n < kT; ++n)
     PACKFA_UNROLL
@@ -308,7 +319,7 @@ PACKFA_DEV void tile_scores(float (&s)[MmaLayout<D, VF, QK>::kN / 16][8], const 
 }
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
-__global__ void __launch_bounds__(128) fa_prefill_mma_kernel(const FaKernelParams p) {
+__global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelParams p) {
   using L = MmaLayout<D, VF, QK>;
   constexpr int kN = L::kN, kM = L::kM, kT = kN / 16;
   static_assert(L::kThreads == 128, "launch bounds");
@@ -419,12 +430,12 @@ __global__ void __launch_bounds__(128) fa_prefill_mma_kernel(const FaKernelParam
       float s[kT][8];
       const char* kt = raw + L::kRawK;
       if constexpr (QK == QKMode::f16) {
-        tile_scores<D, VF, QK, 16>(s, qw, qdw, kt, ksf, lane);
+        tile_scores<D, VF, QK, 16, kT>(s, qw, qdw, kt, ksf, lane);
       } else if constexpr (D % 32 == 0) {
-        if (p.k_block == 32) tile_scores<D, VF, QK, 32>(s, qw, qdw, kt, ksf, lane);
-        else tile_scores<D, VF, QK, 16>(s, qw, qdw, kt, ksf, lane);
+        if (p.k_block == 32) tile_scores<D, VF, QK, 32, kT>(s, qw, qdw, kt, ksf, lane);
+        else tile_scores<D, VF, QK, 16, kT>(s, qw, qdw, kt, ksf, lane);
       } else {
-        tile_scores<D, VF, QK, 16>(s, qw, qdw, kt, ksf, lane);
+        tile_scores<D, VF, QK, 16, kT>(s, qw, qdw, kt, ksf, lane);
       }
 
       // visibility and edits (three variants, so the common one is short), in log2 units
@@ -490,13 +501,15 @@ __global__ void __launch_bounds__(128) fa_prefill_mma_kernel(const FaKernelParam
           for (int i = 0; i < 8; ++i) o[j][i] *= corr[wave::acc_slot(i)];
       }
 
-      // O += P·V
+      // O += P·V: P as fp16 operands first (the scores die), then one 16-dim tile of O at a time
       const char* vt = L::kVInPlace ? raw + L::kRawV : smem + L::kVt;
+      wave::PFrag pf[kT];
       PACKFA_UNROLL
-      for (int kk = 0; kk < kT; ++kk) {
-        const wave::PFrag pf = wave::p_frag(s[kk], lane);
+      for (int kk = 0; kk < kT; ++kk) pf[kk] = wave::p_frag(s[kk], lane);
+      PACKFA_UNROLL
+      for (int j = 0; j < D / 16; ++j) {
         PACKFA_UNROLL
-        for (int j = 0; j < D / 16; ++j) wave::mma_pv(o[j], pf, wave::v_frag(vt, L::kVtPitch, 16 * kk, 16 * j, lane));
+        for (int kk = 0; kk < kT; ++kk) wave::mma_pv(o[j], pf[kk], wave::v_frag(vt, L::kVtPitch, 16 * kk, 16 * j, lane));
       }
     }
 

@@ -25,13 +25,16 @@ constexpr bool fa_prefill_mma_fits() {
   return device::prefill_mma::MmaLayoutOf<D, VF, QK, kHip>::kBytes <= prefill_mma_smem_limit(kHip);
 }
 
-// What the build holds. Not built (shared memory, checked by fits): NVIDIA D 128 f16 K + bf16 V,
-// D 256 fp16-Q dot + bf16 V, D 256 f16 K; RDNA D 256 with 16-bit V, fp16-Q dot or f16 K.
+// What the build holds: every instance of the table on NVIDIA (all fit 99 KB, mma_tile_keys);
+// RDNA all but D 256 (registers, below).
 // Lean (CI): D 128, int8 dot, q8_0 and f16 V, paged q8_0.
 template <int D, VFormat VF, QKMode QK, bool PAGED, bool kHip>
 constexpr bool fa_prefill_mma_built(FaSet set) {
   if (D % 16 != 0 || (v_is_blocked(VF) && D % 32 != 0) || set == FaSet::demo) return false;
   if (!fa_prefill_mma_fits<D, VF, QK, kHip>()) return false;
+  // RDNA, D 256: O^T alone is 128 of a lane's 256 VGPRs; clang-19 then spilled 8-600 bytes to
+  // scratch (kN 32 and 16 tried, docs/rdna.md "Prefill"): those calls run the decode kernel.
+  if (kHip && D > 128) return false;
   if (set == FaSet::lean)
     return D == 128 && QK == QKMode::packed16_int8 && (VF == VFormat::q8_0 || (VF == VFormat::f16 && !PAGED));
   return true;

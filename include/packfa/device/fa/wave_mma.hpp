@@ -62,6 +62,10 @@ typedef _Float16 v8h __attribute__((ext_vector_type(8)));
 typedef _Float16 v16h __attribute__((ext_vector_type(16)));
 #endif
 
+// Shared-memory reads after this point are not moved before it (keeps the compiler from
+// hoisting every fragment load of an unrolled loop into registers).
+PACKFA_DEV void compiler_fence() { asm volatile("" ::: "memory"); }
+
 // ---- accumulator element -> (row, column) ---------------------------------------------------
 PACKFA_DEV int acc_row(int i, int lane) {
   if constexpr (kRdna) return (void)i, lane & 15;
@@ -404,8 +408,10 @@ PACKFA_DEV VFrag v_frag(const char* vt, int pitch, int key0, int dim0, int lane)
       f.w[4] = y.x, f.w[5] = y.y, f.w[6] = y.z, f.w[7] = y.w;
     }
   } else {
+#if !defined(PACKFA_BACKEND_HIP)
     const int m = lane >> 3, r = lane & 7;  // matrix m: keys 8·(m&1) + r, dims 8·(m>>1)
     arch::ldmatrix_x4_trans(f.w, vt + v_offset(key0 + 8 * (m & 1) + r, dim0 + 8 * (m >> 1), pitch));
+#endif
   }
   return f;
 }
