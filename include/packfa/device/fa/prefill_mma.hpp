@@ -4,7 +4,7 @@
 //
 // One block: 64 query rows (4 waves of 16; GQA rows packed as in decode: row r = token
 // r / gqa, head r % gqa of one KV head) against the visible keys of one sequence, in tiles of
-// kN keys (NVIDIA: 64, D 256: 16; RDNA: 32, its workgroup has 64 KB of LDS; mma_tile_keys):
+// kN keys (NVIDIA: 64, D 256: 16; RDNA: 16; mma_tile_keys says why):
 //   stage  — raw cache rows of the tile (any K / V format, contiguous or paged, through the
 //            same KvView as decode and prefill_sm90) into shared memory: cp.async one tile
 //            ahead on NVIDIA (two raw slots), synchronous loads on RDNA (one slot); keys past
@@ -74,12 +74,13 @@ struct MmaLayoutN {
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
   static_assert(sizeof(RowInfo) == 32, "RowInfo is 32 bytes");
 };
-// Keys a tile: RDNA 32 (64 KB of LDS a workgroup); NVIDIA 64, or 32 where 64 would pass the
-// 99 KB of sm_86 / sm_89 (D 128 f16 K + bf16 V), and 16 at D 256 (O is 128 registers a thread:
-// with 32 keys ptxas spilled 4-28 bytes).
+// Keys a tile: RDNA 16 (with 32, clang-19's schedule for gfx11 reached 256 VGPRs and spilled
+// 8-16 bytes in D 96 / 128 instances; 16 keys: about 185 VGPRs, no scratch); NVIDIA 64, or 32
+// where 64 would pass the 99 KB of sm_86 / sm_89 (D 128 f16 K + bf16 V), and 16 at D 256 (O is
+// 128 registers a thread: with 32 keys ptxas spilled 4-28 bytes).
 template <int D, VFormat VF, QKMode QK, bool kHip>
 constexpr int mma_tile_keys() {
-  if (kHip) return 32;
+  if (kHip) return 16;
   if (D > 128) return 16;
   return MmaLayoutN<D, VF, QK, false, 64>::kBytes <= 99 * 1024 ? 64 : 32;
 }
