@@ -38,7 +38,28 @@ function(packfa_fa_unit_sources backend out)
   set(${out} ${srcs} PARENT_SCOPE)
 endfunction()
 
-# Every kernel source of the library: instance units, probe, pack, combine.
+# Warp-MMA prefill units (kernels/fa_prefill_mma_d<D>.<ext>, device/fa/prefill_mma.hpp), one per
+# table head dim: CUDA for every architecture of the library (the kernel traps below sm_80, where
+# the dispatcher never selects it), HIP for every gfx target.
+function(packfa_prefill_mma_sources backend out)
+  if(backend STREQUAL "cuda")
+    set(ext cu)
+  else()
+    set(ext hip)
+  endif()
+  set(srcs)
+  foreach(d ${PACKFA_HEAD_DIMS})
+    set(src ${PROJECT_SOURCE_DIR}/kernels/fa_prefill_mma_d${d}.${ext})
+    if(NOT EXISTS ${src})
+      message(FATAL_ERROR "packfa: the instance table lists head dim ${d}; add ${src} "
+        "(kernels/fa_prefill_mma_d${d}.cu: PACKFA_FA_PREFILL_MMA_UNIT(${d}); .hip: #include \"fa_prefill_mma_d${d}.cu\")")
+    endif()
+    list(APPEND srcs ${src})
+  endforeach()
+  set(${out} ${srcs} PARENT_SCOPE)
+endfunction()
+
+# Every kernel source of the library: instance units, probe, pack, combine, warp-MMA prefill.
 function(packfa_kernel_sources backend out)
   packfa_fa_unit_sources(${backend} srcs)
   if(backend STREQUAL "cuda")
@@ -53,6 +74,19 @@ function(packfa_kernel_sources backend out)
   elseif(PACKFA_INSTANCES STREQUAL "demo")  # `./packfa demo` on a GPU: the demo's two kernels
     set_source_files_properties(${srcs} PROPERTIES COMPILE_DEFINITIONS PACKFA_DEMO_INSTANCES=1)
   endif()
+  # The warp-MMA prefill units follow PACKFA_INSTANCES unless PACKFA_PREFILL_MMA_INSTANCES says
+  # otherwise (e.g. a lean library with every prefill_mma instance, to test that kernel alone).
+  packfa_prefill_mma_sources(${backend} mma)
+  set(mma_set ${PACKFA_INSTANCES})
+  if(PACKFA_PREFILL_MMA_INSTANCES)
+    set(mma_set ${PACKFA_PREFILL_MMA_INSTANCES})
+  endif()
+  if(mma_set STREQUAL "lean")
+    set_source_files_properties(${mma} PROPERTIES COMPILE_DEFINITIONS PACKFA_LEAN_INSTANCES=1)
+  elseif(mma_set STREQUAL "demo")
+    set_source_files_properties(${mma} PROPERTIES COMPILE_DEFINITIONS PACKFA_DEMO_INSTANCES=1)
+  endif()
+  list(APPEND srcs ${mma})
   set(${out} ${srcs} PARENT_SCOPE)
 endfunction()
 

@@ -13,6 +13,7 @@
 #include "packfa/device/combine_limits.hpp"
 #include "packfa/device/fa_instances.hpp"
 #include "packfa/device/fa/prefill_instances.hpp"
+#include "packfa/device/fa/prefill_mma_instances.hpp"
 #include "packfa/device/pack_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
@@ -61,6 +62,27 @@ const PrefillRegistry& prefill_registry() {
     return r;
   }();
   return *reg;
+}
+
+// The warp-MMA prefill kernels (kernels/fa_prefill_mma_d<D>.cu / .hip): every build has them.
+const PrefillMmaRegistry& prefill_mma_registry() {
+  static PrefillMmaRegistry* reg = [] {
+    auto* r = new PrefillMmaRegistry();
+    register_prefill_mma_all(*r);
+    return r;
+  }();
+  return *reg;
+}
+
+// PACKFA_PREFILL_KERNEL=mma (read once): a cc 9.0 device runs the warp-MMA prefill kernel
+// (device/fa/prefill_mma.hpp, the sm_80-89 / RDNA kernel) instead of the wgmma one, so an H200
+// tests its logic.
+bool prefill_force_mma() {
+  static const bool v = [] {
+    const char* e = std::getenv("PACKFA_PREFILL_KERNEL");
+    return e && std::string(e) == "mma";
+  }();
+  return v;
 }
 
 // When a cc 9.0 device runs the prefill kernel instead of the decode kernel's row groups: at
@@ -161,7 +183,7 @@ Status resident_blocks(const FaInstance* inst, int device, int* out);
 
 struct Plan {
   const FaInstance* inst = nullptr;
-  bool prefill = false;  // the prefill kernel (device/fa/prefill_sm90.hpp): one split, grid (row tiles, KV heads, batch)
+  bool prefill = false;  // a prefill kernel (device/fa/prefill_sm90.hpp or prefill_mma.hpp): one split, grid (row tiles, KV heads, batch)
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
   int pool0 = 0;       // static chunks per split when claims > 0
@@ -189,26 +211,52 @@ void plan_claims(const AttnParams& p, Plan* pl) {
   pl->pool0 = waves * std::max(2, per_wave * pct / 100);
 }
 
-// The prefill kernel for this call, or null: cc 9.0, at least prefill_min_rows() rows, an
-// instance in the build, and cache rows that allow its copy widths.
-const PrefillInstance* prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
-  const int min_rows = prefill_min_rows();
-  // up to 16 rows a sequence are decode / MTP rows: the decode kernel's row classes
-  if (min_rows < 0 || p.nq <= 16 || rows < min_rows || f.cc_major != 9 || f.cc_minor != 0) return nullptr;
-  const int64_t blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + 127) / 128);
-  if (!prefill_rows_from_env() && blocks * 2 < f.sms) return nullptr;
-  const bool paged = p.paged.page_size > 0;
-  const PrefillInstance& e = prefill_registry().table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(p.head_dim)]
-                                                   [static_cast<int>(p.v.format)];
-  if (!e.fa.kernel || static_cast<size_t>(e.fa.smem_bytes) > f.smem_optin) return nullptr;
-  if (copy_width(p.v.data, p.v.strides, v_row_bytes(p.v.format, p.head_dim)) < e.v_width) return nullptr;
+// The prefill kernel for this call (fa == null: none). Which kernel: cc 9.0 the wgmma kernel
+// (prefill_sm90.hpp), or the warp-MMA kernel with PACKFA_PREFILL_KERNEL=mma; cc 8.x and HIP
+// gfx11 / gfx12 the warp-MMA kernel (prefill_mma.hpp). Then at least prefill_min_rows() rows, an
+// instance in the build that fits the device's shared memory, and cache rows that allow its
+// copy widths.
+struct PrefillPick {
+  const FaInstance* fa = nullptr;
+  bool mma = false;  // the warp-MMA kernel
+};
+template <class E>
+bool prefill_rows_fit(const AttnParams& p, const DeviceFacts& f, const E& e) {
+  if (!e.fa.kernel || static_cast<size_t>(e.fa.smem_bytes) > f.smem_optin) return false;
+  if (copy_width(p.v.data, p.v.strides, v_row_bytes(p.v.format, p.head_dim)) < e.v_width) return false;
   if (p.v.format == VFormat::q8_0_planar &&
       copy_width(p.v.scales, p.v.scale_strides, v_scale_row_bytes(p.v.format, p.head_dim)) < e.vs_width)
-    return nullptr;
+    return false;
   if (p.k.format == KFormat::packed16 &&
       copy_width(p.k.scales, p.k.scale_strides, 2 * p.head_dim / p.k.block) < (p.k.block == 32 ? e.ks_width32 : e.ks_width16))
-    return nullptr;
-  return &e;
+    return false;
+  return true;
+}
+PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
+  const int min_rows = prefill_min_rows();
+  // up to 16 rows a sequence are decode / MTP rows: the decode kernel's row classes
+  if (min_rows < 0 || p.nq <= 16 || rows < min_rows) return {};
+#if defined(PACKFA_BACKEND_HIP)
+  const bool wgmma = false, mma = f.cc_major == 11 || f.cc_major == 12;
+#else
+  const bool hopper = f.cc_major == 9 && f.cc_minor == 0;
+  const bool wgmma = hopper && !prefill_force_mma(), mma = f.cc_major == 8 || (hopper && prefill_force_mma());
+#endif
+  if (!wgmma && !mma) return {};
+  const int rows_per_block = wgmma ? 128 : device::prefill_mma::MmaLayout<128, VFormat::f16, QKMode::f16>::kM;
+  const int64_t blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + rows_per_block - 1) / rows_per_block);
+  if (!prefill_rows_from_env() && blocks * 2 < f.sms) return {};
+  const bool paged = p.paged.page_size > 0;
+  const int d = head_dim_index(p.head_dim), v = static_cast<int>(p.v.format), m = static_cast<int>(qk);
+  PrefillPick pick;
+  if (wgmma) {
+    const PrefillInstance& e = prefill_registry().table[paged ? 1 : 0][m][d][v];
+    if (prefill_rows_fit(p, f, e)) pick.fa = &e.fa;
+  } else {
+    const PrefillMmaInstance& e = prefill_mma_registry().table[paged ? 1 : 0][m][d][v];
+    if (prefill_rows_fit(p, f, e)) pick.fa = &e.fa, pick.mma = true;
+  }
+  return pick;
 }
 
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
@@ -219,18 +267,19 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   if (prefill_min_rows() > 0 && rows >= prefill_min_rows()) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
-    if (const PrefillInstance* e = prefill_for(p, f, qk, rows)) {
-      out->inst = &e->fa;
+    const PrefillPick pick = prefill_for(p, f, qk, rows);
+    if (const FaInstance* e = pick.fa) {
+      out->inst = e;
       out->prefill = true;
       out->rows = rows;
-      out->row_groups = (rows + e->fa.rows_per_block - 1) / e->fa.rows_per_block;
+      out->row_groups = (rows + e->rows_per_block - 1) / e->rows_per_block;
       out->splits = 1;
       out->split_len = std::max(32, p.max_kv_len);
       out->rclass = 0;
       if (want_name)
-        out->name = std::string("fa_prefill<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +
-                    qk_name(qk) + ",m" + std::to_string(e->fa.rows_per_block) + (p.paged.page_size > 0 ? ",paged" : "") +
-                    ">";
+        out->name = std::string(pick.mma ? "fa_prefill_mma<d" : "fa_prefill<d") + std::to_string(p.head_dim) + "," +
+                    vf_name(p.v.format) + "," + qk_name(qk) + ",m" + std::to_string(e->rows_per_block) +
+                    (p.paged.page_size > 0 ? ",paged" : "") + ">";
       return Status::Ok();
     }
   }

@@ -9,6 +9,7 @@ Several --isa files merge (a later file adds the (kernel, target) pairs the earl
 Everything AMD in the output is compile-level or modelled; nothing was measured on AMD.
 """
 import argparse
+import os
 import json
 import re
 
@@ -198,6 +199,11 @@ def main():
             floor = nbytes / (bw * 1e9) * 1e6
             cells.append(f"{floor:.0f} µs / {floor / (pct / 100):.0f} µs")
         w(f"| D{d} {h}/{g} kv {kv // 1024}k {v} | {nbytes / 1e6:.0f} | " + " | ".join(cells) + " |")
+    # the prefill kernel's section: static text (its reasoning and model), kept beside this script
+    prefill = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rdna_doc_prefill.md")
+    if os.path.exists(prefill):
+        w("")
+        w(open(prefill).read().rstrip("\n"))
     print("\n".join(out))
 
 

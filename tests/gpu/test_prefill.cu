@@ -20,6 +20,10 @@
 // PACKFA_PREFILL_MIN_ROWS=64 before main unless the environment gives one, so the threshold
 // edge is tested at a known value; run it with PACKFA_PREFILL=0 to test the decode path on the
 // same large-nq cases (every choice assertion then expects decode).
+// Which prefill kernel: cc 9.0 runs the wgmma kernel (prefill_sm90.hpp), cc 8.x the warp-MMA
+// kernel (prefill_mma.hpp); PACKFA_PREFILL_KERNEL=mma sends cc 9.0 to the warp-MMA kernel too,
+// so run this binary twice on an H200 (plain, and with PACKFA_PREFILL_KERNEL=mma): every case
+// then runs through both kernels, and the choice assertions check the kernel's name.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,22 +58,37 @@ int min_rows() {
   return e && std::atoi(e) > 0 ? std::atoi(e) : 64;
 }
 
+// The warp-MMA prefill kernel (device/fa/prefill_mma.hpp) runs instead of the wgmma one: always
+// on cc 8.x, on cc 9.0 when PACKFA_PREFILL_KERNEL=mma (read once by the library, here too).
+bool mma_kernel() {
+  static const bool v = [] {
+    const DeviceInfo d = device_info(0);
+    const char* e = std::getenv("PACKFA_PREFILL_KERNEL");
+    return d.present && (d.cc_major == 8 || (e && std::strcmp(e, "mma") == 0));
+  }();
+  return v;
+}
+
 bool prefill_device() {
   static const bool v = [] {
     const DeviceInfo d = device_info(0);
     const char* off = std::getenv("PACKFA_PREFILL");
-    return d.present && d.backend == "cuda" && d.cc_major == 9 && d.cc_minor == 0 && !(off && std::strcmp(off, "0") == 0);
+    return d.present && d.backend == "cuda" && (d.cc_major == 8 || (d.cc_major == 9 && d.cc_minor == 0)) &&
+           !(off && std::strcmp(off, "0") == 0);
   }();
   return v;
 }
 
 // The dispatch rule for a call whose options the prefill kernel supports (all cases here).
-// Not built (fa_prefill_built): D 256 with f16 K and f16 / bf16 V (shared memory).
-bool prefill_built(int d, KFormat kf, VFormat vf) {
+// Not built (fa_prefill_built, shared memory): D 256 with f16 K and f16 / bf16 V. The warp-MMA
+// kernel (fa_prefill_mma_built) has every combination on NVIDIA.
+bool prefill_built(int d, KFormat kf, VFormat vf, DotMode dot) {
+  (void)dot;
+  if (mma_kernel()) return true;
   return !(d == 256 && kf == KFormat::f16 && (vf == VFormat::f16 || vf == VFormat::bf16));
 }
 bool prefill_expected(const AttnParams& p) {
-  const bool built = prefill_built(p.head_dim, p.k.format, p.v.format);
+  const bool built = prefill_built(p.head_dim, p.k.format, p.v.format, p.dot);
   return prefill_device() && built && p.nq > 16 &&
          static_cast<int64_t>(p.nq) * (p.n_q_heads / p.n_kv_heads) >= min_rows();
 }
@@ -83,6 +102,8 @@ void check_choice(const KernelChoice& c, bool want_prefill) {
   CHECK(c.compiled);
   if (want_prefill) {
     CHECK(is_prefill(c));
+    // which prefill kernel: the name says it (src/dispatch.cu)
+    CHECK(c.name.rfind(mma_kernel() ? "fa_prefill_mma<" : "fa_prefill<", 0) == 0);
     CHECK(c.num_splits == 1);
   } else {
     CHECK_FALSE(is_prefill(c));
@@ -418,7 +439,7 @@ TEST_CASE("prefill: every head dim x V format x dot mode", "[prefill]") {
         ProblemConfig c = pcfg(D, vf, D == 256 ? 333 : 200, 4, 1, 37);
         if (mode >= 1) c.dot = DotMode::f16;
         if (mode == 2) c.k_format = KFormat::f16;
-        if (!prefill_built(D, c.k_format, vf)) continue;  // decode's case (tests/gpu/test_attention.cu)
+        if (!prefill_built(D, c.k_format, vf, c.dot)) continue;  // decode's case (tests/gpu/test_attention.cu)
         check(c);
       }
     }
@@ -534,7 +555,7 @@ TEST_CASE("prefill: window, mask, softcap, sinks, ALiBi, positions, smoothing, b
       check(c);
       c.k_format = KFormat::f16;
       c.seed = ++g_seed;
-      if (prefill_built(D, c.k_format, vf)) check(c);
+      if (prefill_built(D, c.k_format, vf, c.dot)) check(c);
     }
   }
   // a sink with rows that see no key: O = 0, LSE = the sink alone

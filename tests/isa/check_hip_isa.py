@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """HIP ISA gate: compile-level verification of packfa's AMD device code (there is no AMD GPU).
 
-For every entry (FILE|KERNEL_REGEX|REQUIRE_DOT4) and every offload target:
+For every entry (FILE|KERNEL_REGEX|FLAGS) and every offload target (FLAGS: 0, 1 = REQUIRE_DOT4,
+or a comma list of 1 and require=<mnemonic> items):
   * the device code object for the target is taken out of each object's .hip_fatbin section
     (FILE is a static library .a, a host object .o, or a raw offload bundle);
   * at least one kernel whose (mangled) name matches KERNEL_REGEX (re.search) must exist;
   * each matching kernel must have zero scratch: .private_segment_fixed_size == 0 and no
     dynamic stack (AMDGPU metadata note, llvm-readelf --notes), and .wavefront_size 32;
   * with REQUIRE_DOT4 = 1, each matching kernel's disassembly (llvm-objdump -d --mcpu=<target>)
-    must contain v_dot4_i32_iu8;
+    must contain v_dot4_i32_iu8; with require=<mnemonic>, that mnemonic (e.g.
+    v_wmma_i32_16x16x16_iu8: the prefill kernel's int8 Q·K on the matrix cores);
   * the mnemonic v_dot4_i32_i8 must not appear anywhere in the code object (it does not exist
     on gfx11; an upstream LLVM alias once dropped the signedness).
 Per-kernel facts (VGPRs, SGPRs, LDS, scratch, spills, waves/SIMD, dot4 count) go to --json.
@@ -159,7 +161,7 @@ def main():
     ap.add_argument("--cxxfilt", default="", help="llvm-cxxfilt: demangled names in the report; KERNEL_REGEX matches either")
     ap.add_argument("--targets", required=True, help="semicolon/comma separated gfx targets")
     ap.add_argument("--entry", action="append", default=[], required=True,
-                    help="FILE|KERNEL_REGEX|REQUIRE_DOT4(0/1)")
+                    help="FILE|KERNEL_REGEX|FLAGS (0, 1 = require v_dot4_i32_iu8, require=<mnemonic>, comma separated)")
     ap.add_argument("--json", help="write per-kernel facts here")
     ap.add_argument("--markdown", help="also write a Markdown table of the per-kernel facts here")
     ap.add_argument("--name", default="hip_isa")
@@ -175,7 +177,10 @@ def main():
                 return 2
             path, rest = entry.split("|", 1)
             pattern, flag = rest.rsplit("|", 1)
-            regex, dot4 = re.compile(pattern), flag.strip().lower() in ("1", "yes", "on", "true", "require_dot4")
+            regex = re.compile(pattern)
+            items = [f.strip() for f in flag.split(",") if f.strip()]
+            dot4 = any(f.lower() in ("1", "yes", "on", "true", "require_dot4") for f in items)
+            required = [f.split("=", 1)[1] for f in items if f.lower().startswith("require=")]
             if not os.path.exists(path):
                 failures.append("%s: file missing" % path)
                 continue
@@ -209,6 +214,7 @@ def main():
                         matched += 1
                         body = dis.get(name, "")
                         n_dot4 = len(re.findall(r"\bv_dot4_i32_iu8\b", body))
+                        n_req = {m: len(re.findall(r"\b%s\b" % re.escape(m), body)) for m in required}
                         vgprs = as_int(k.get(".vgpr_count"))
                         rec = {
                             "gate": tools.name, "target": target, "kernel": name, "object": oname,
@@ -224,7 +230,7 @@ def main():
                             "wavefront_size": as_int(k.get(".wavefront_size")),
                             "max_workgroup_size": as_int(k.get(".max_flat_workgroup_size")),
                             "waves_per_simd": waves_per_simd(target, vgprs),
-                            "dot4_iu8": n_dot4, "require_dot4": dot4,
+                            "dot4_iu8": n_dot4, "require_dot4": dot4, "required": n_req,
                         }
                         records.append(rec)
                         what = "%s %s %s" % (target, oname, name)
@@ -236,13 +242,16 @@ def main():
                             failures.append("%s: wavefront size %d, want 32" % (what, rec["wavefront_size"]))
                         if dot4 and n_dot4 == 0:
                             failures.append("%s: no v_dot4_i32_iu8" % what)
+                        for m, n in n_req.items():
+                            if n == 0:
+                                failures.append("%s: no %s" % (what, m))
                 if matched == 0:
                     failures.append("%s %s: no kernel matches /%s/" % (path, target, regex.pattern))
 
     for r in records:
-        print("%-8s %-70s vgpr %3d sgpr %3d lds %6d scratch %d waves/simd %2d dot4 %d" % (
+        print("%-8s %-70s vgpr %3d sgpr %3d lds %6d scratch %d waves/simd %2d dot4 %d%s" % (
             r["target"], r["kernel"][:70], r["vgprs"], r["sgprs"], r["lds_bytes"], r["scratch_bytes"],
-            r["waves_per_simd"], r["dot4_iu8"]))
+            r["waves_per_simd"], r["dot4_iu8"], "".join(" %s %d" % kv for kv in sorted(r["required"].items()))))
     if tools.json:
         os.makedirs(os.path.dirname(os.path.abspath(tools.json)), exist_ok=True)
         with open(tools.json, "w") as f:

@@ -1,0 +1,1 @@
+#include "fa_prefill_mma_d80.cu"  // the same unit, compiled for HIP
