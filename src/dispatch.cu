@@ -211,6 +211,16 @@ const PrefillInstance* prefill_for(const AttnParams& p, const DeviceFacts& f, QK
   return &e;
 }
 
+// The split kernel's L2 prefetch of each wave's first chunk before its PDL wait (kv_stage.hpp,
+// prefetch_first_chunk); PACKFA_PREFETCH=0 (read once) turns it off, for A/B.
+bool prefetch_first() {
+  static const bool on = [] {
+    const char* e = std::getenv("PACKFA_PREFETCH");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
 bool split_rounds() {
   static const bool on = [] {
     const char* e = std::getenv("PACKFA_SPLIT_ROUNDS");
@@ -581,6 +591,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
 #if defined(PACKFA_TRACE)
   kp.trace = detail::g_trace;
 #endif
+  kp.prefetch = prefetch_first() ? 1 : 0;
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
