@@ -478,7 +478,9 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                  : pl.splits >= device::kRowCombineMinSplits &&
                          pl.splits <= device::kWarpCombineMaxSplits ? "row_block"
                  : pl.splits <= device::kWarpCombineMaxSplits       ? "wave"
-                                                                    : "block";
+                 : std::getenv("PACKFA_COMBINE_COLS") && std::getenv("PACKFA_COMBINE_COLS")[0] == '0'
+                     ? "block"
+                     : "col_block";  // kernels/combine.cu: a block per (row, 64 dims)
   return Status::Ok();
 }
 
