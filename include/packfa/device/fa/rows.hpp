@@ -98,7 +98,9 @@ PACKFA_DEV ChunkGroup chunk_group(const FaKernelParams& p, const BlockRows& br, 
 // row of each query row counts an out-of-range position.
 template <int RMAX>
 PACKFA_DEV void set_row_facts(RowInfo* rows, const FaKernelParams& p, const BlockRows& br, const QueryPos& pos, int tid) {
-  const bool counts = p.errors && br.kvh == 0 && br.split == 0;  // as the length's count
+  // as the length's count; only given positions are counted (the default ones of a sequence
+  // shorter than nq are in contract: docs/format.md)
+  const bool counts = p.errors && pos.q_pos && br.kvh == 0 && br.split == 0;
   if (tid < RMAX) {
     RowInfo ri{0, 0, 0.0f, 0, 0, 0, 1.0f, 0};
     if (tid < br.nrows) {
