@@ -52,6 +52,15 @@ PACKFA_DEV void named_sync(int id, int threads) {
   wgmma::unsupported();
 #endif
 }
+// Arrives at barrier `id` without waiting (the threads that bar.sync on it wait for these).
+PACKFA_DEV void named_arrive(int id, int threads) {
+#if PACKFA_WGMMA
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#else
+  (void)id, (void)threads;
+  wgmma::unsupported();
+#endif
+}
 // Register budget of the calling warpgroup (every warp of it executes this).
 template <int N>
 PACKFA_DEV void regs_grow() {

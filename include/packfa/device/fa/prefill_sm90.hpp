@@ -29,50 +29,62 @@
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/pdl.hpp"
 
+#ifndef PACKFA_PREFILL_PINGPONG
+#define PACKFA_PREFILL_PINGPONG 1
+#endif
+
 namespace packfa::device::prefill {
 
 // ---- scores -------------------------------------------------------------------------------------
 // One chain of N k16 steps (head-dim values 16·kk0 ..) of S = Q·K^T into acc, issued and committed.
+// qd0 / kd0: descriptors of Q's and this slot's K tile at k step 0; a step adds its byte
+// offset / 16 to the address field (it stays below 2^14: shared memory is < 256 KB), so the
+// loop does no descriptor arithmetic beyond one add.
 template <class L, int N>
-PACKFA_DEV void qk_chain(uint32_t q_addr, const char* slot_k, int kk0, float (&acc)[L::kN / 2]) {
+PACKFA_DEV void qk_chain(uint64_t qd0, uint64_t kd0, int kk0, float (&acc)[L::kN / 2]) {
   constexpr int kM = L::kM, kN = L::kN;
-  const uint32_t k_addr = wgmma::smem_addr(slot_k);
   wgmma::fence();
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     const int kk = kk0 + i;
     if constexpr (L::kSwizzle)  // K-major, 128-byte swizzle: 16 values = 32 bytes along a row
-      wgmma::mma_ss<kN>(acc, wgmma::smem_desc_sw128(q_addr + (kk >> 2) * kM * 128 + (kk & 3) * 32, 16, 1024),
-                        wgmma::smem_desc_sw128(k_addr + (kk >> 2) * kN * 128 + (kk & 3) * 32, 16, 1024), i > 0);
+      wgmma::mma_ss<kN>(acc, qd0 + (((kk >> 2) * kM * 128 + (kk & 3) * 32) >> 4),
+                        kd0 + (((kk >> 2) * kN * 128 + (kk & 3) * 32) >> 4), i > 0);
     else
-      wgmma::mma_ss<kN>(acc, wgmma::smem_desc(q_addr + 2 * kk * kM * 16, kM * 16, 128),
-                        wgmma::smem_desc(k_addr + 2 * kk * kN * 16, kN * 16, 128), i > 0);
+      wgmma::mma_ss<kN>(acc, qd0 + ((2 * kk * kM * 16) >> 4), kd0 + ((2 * kk * kN * 16) >> 4), i > 0);
   }
   wgmma::commit();
+}
+// Descriptor of an operand tile at shared address `addr` in the layout L uses (K-major).
+template <class L, int kRows>
+PACKFA_DEV uint64_t kmajor_desc(uint32_t addr) {
+  if constexpr (L::kSwizzle) return wgmma::smem_desc_sw128(addr, 16, 1024);
+  else return wgmma::smem_desc(addr, kRows * 16, 128);
 }
 
 // packed16 K (decision "prefill-exact-qk"): the fp16 tile holds the exact int8 values, so one
 // chain per K scale block gives the block's exact integer sum (fp16 products of integers are
 // exact, and so are their fp32 sums), scaled as the decode kernel scales it:
-// s += isum_b · qd_b · kd_b (qd = 1 in the fp16-Q mode). Two accumulators: block b + 1 is on
-// the tensor cores while block b is scaled.
-template <class L, QKMode QK, int kBlk>
-PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf, const float* qd_row,
-                           int lane, float (&sv)[L::kN / 2]) {
+// s += isum_b · qd_b · kd_b (qd = 1 in the fp16-Q mode; in the int8 mode qd includes the
+// softmax scale). Two accumulators: block b + 1 is on the tensor cores while block b is scaled.
+// issued() runs once the last chain is on the tensor cores (the ping-pong hand-over).
+template <class L, QKMode QK, int kBlk, class Issued>
+PACKFA_DEV void qk_blocked(uint64_t qd0, uint64_t kd0, const float* ksf, const float* qd_row, int lane,
+                           float (&sv)[L::kN / 2], Issued&& issued) {
   constexpr int kN = L::kN, kSteps = kBlk / 16, kNb = L::kD / kBlk;
-  constexpr int kAcc = L::kD <= 128 ? 2 : 1;  // D 256: one accumulator (the register file is full)
+  constexpr int kAcc = L::kD <= 128 && kNb > 1 ? 2 : 1;  // D 256: one accumulator (the register file is full)
   float acc[kAcc][kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) sv[i] = 0.0f;
-  qk_chain<L, kSteps>(q_addr, slot_k, 0, acc[0]);
+#pragma unroll
+  for (int c = 0; c < kAcc; ++c) qk_chain<L, kSteps>(qd0, kd0, c * kSteps, acc[c]);
+  if constexpr (kNb <= kAcc) issued();
 #pragma unroll
   for (int b = 0; b < kNb; ++b) {
-    if (kAcc == 2 && b + 1 < kNb) {
-      qk_chain<L, kSteps>(q_addr, slot_k, (b + 1) * kSteps, acc[(b + 1) % kAcc]);
-      wgmma::wait<1>();
-    } else {
-      wgmma::wait<0>();
-    }
+    if (b + 1 < kNb && kAcc == 2) wgmma::wait<1>();  // chain b done, b + 1 may run
+    else wgmma::wait<0>();
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) hold(acc[b % kAcc][i]);
     float qd[2] = {1.0f, 1.0f};
     if constexpr (QK == QKMode::packed16_int8)  // rows r and r + 8 of Q's block scales [kM][(D + 31) / 32]
       qd[0] = qd_row[b * kBlk / 32], qd[1] = qd_row[8 * ((L::kD + 31) / 32) + b * kBlk / 32];
@@ -85,7 +97,10 @@ PACKFA_DEV void qk_blocked(uint32_t q_addr, const char* slot_k, const float* ksf
         sv[4 * j + 2 * k + 1] = fmaf(acc[b % kAcc][4 * j + 2 * k + 1], kd.y * qd[k], sv[4 * j + 2 * k + 1]);
       }
     }
-    if (kAcc == 1 && b + 1 < kNb) qk_chain<L, kSteps>(q_addr, slot_k, (b + 1) * kSteps, acc[0]);
+    if (b + kAcc < kNb) {
+      qk_chain<L, kSteps>(qd0, kd0, (b + kAcc) * kSteps, acc[b % kAcc]);
+      if (b + kAcc == kNb - 1) issued();
+    }
   }
 }
 
@@ -107,7 +122,9 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBars);  // fp16 slot s widened (kProducers arrivals)
   uint64_t* empty = full + kS;                                     // fp16 slot s read (one arrival a consumer warp)
 
-  const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  // the warpgroup index through a shuffle: warp-uniform to the compiler, so descriptors and
+  // offsets derived from it live in uniform registers
+  const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = (tid % 128) / 32, lane = tid % 32;
   const int cw = wg - 1;  // consumer warpgroup 0 / 1 (rows 64·cw ..); -1: the producer
   const int b = blockIdx.z, kvh = blockIdx.y;
   const int r0 = (gridDim.x - 1 - blockIdx.x) * kM;  // later rows first: causal tiles see most keys
@@ -185,6 +202,27 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
     constexpr int kT = L::kProducers;
     auto stage = [&](int t) {  // raw ring slot t & 1; always one commit group
+      constexpr bool kLean = !PAGED && D <= 128 && L::kVWidth >= 4 &&
+                             (L::kF16K || (piece_width(L::kKs32Row) >= 4 && piece_width(D / 8) >= 4)) &&
+                             (VF != VFormat::q8_0_planar || piece_width(D / 16) >= 4);
+      if constexpr (kLean) {  // contiguous planes, pieces of >= 4 bytes: stage_rows
+        if (t < n_tiles) {
+          char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
+          const int t0 = lo + t * kN, n_valid = hi - t0;
+          stage_rows<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk.base + t0 * pk.slot, pk.slot, n_valid, tid);
+          if constexpr (!L::kF16K) {
+            if (p.k_block == 32)
+              stage_rows<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, tid);
+            else
+              stage_rows<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, tid);
+          }
+          stage_rows<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv.base + t0 * pv.slot, pv.slot, n_valid, tid);
+          if constexpr (VF == VFormat::q8_0_planar)
+            stage_rows<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs.base + t0 * pvs.slot, pvs.slot, n_valid, tid);
+        }
+        arch::copy_async_commit();
+        return;
+      }
       if (t < n_tiles) {
         char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
         const int t0 = lo + t * kN;
@@ -227,47 +265,68 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   hopper::named_sync(2, L::kConsumers);
   // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
   const float* qd_row = reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32);
-  const uint32_t q_addr = wgmma::smem_addr(sq) + 64 * cw * (L::kSwizzle ? 128 : 16);
-  auto scores = [&](int t, float (&sv)[kN / 2]) {
-    const char* slot_k = smem + L::kK + (t % kS) * L::kTileBytes;
-    if constexpr (L::kF16K) {
-      qk_chain<L, D / 16>(q_addr, slot_k, 0, sv);
-      wgmma::wait<0>();
-    } else {
-      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
-      if constexpr (D % 32 == 0) {
-        if (p.k_block == 32) {
-          qk_blocked<L, QK, 32>(q_addr, slot_k, ksf, qd_row, lane, sv);
-          return;
-        }
-      }
-      qk_blocked<L, QK, 16>(q_addr, slot_k, ksf, qd_row, lane, sv);
-    }
-  };
-
+  const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + 64 * cw * (L::kSwizzle ? 128 : 16));
+  const uint64_t k_desc = kmajor_desc<L, kN>(wgmma::smem_addr(smem + L::kK));
+  // V, MN-major (transposed B): interleaved, or 128-byte swizzle with 64-value blocks kN·128 apart
+  const uint32_t v_addr = wgmma::smem_addr(smem + L::kV);
+  const uint64_t v_desc = L::kSwizzle ? wgmma::smem_desc_sw128(v_addr, kN * 128, 1024) : wgmma::smem_desc(v_addr, 128, kN * 16);
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   const float softcap = p.softcap;
   const bool extras = softcap > 0.0f || p.mask || p.alibi_n2 > 0;
-  const float sc2 = p.scale * kLog2e, inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
+  const float inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
+  // int8 dot: Q's block scales already hold scale·log2(e) (load_q), so scores arrive in the
+  // exp2 domain; the other modes multiply here. raw_mul turns a score back into scale·q·k.
+  constexpr bool kScoresScaled = QK == QKMode::packed16_int8;
+  const float sc2 = kScoresScaled ? 1.0f : p.scale * kLog2e;
+  const float raw_mul = kScoresScaled ? 0.6931471805599453f : p.scale;
 
   // Pipeline (decision "prefill-pipeline"): the producer widens up to kS tiles ahead; a
   // consumer warpgroup waits for slot t % kS to be full, and frees it once its P·V is done.
+  // Ping-pong (decision "prefill-pingpong"): the two consumer warpgroups take turns at issuing
+  // the scores' MMA chains through named barriers 3 and 4, so one's softmax and P·V run while
+  // the other's Q·K keeps the tensor cores busy. Each sync on a warpgroup's barrier is matched
+  // by one arrival of the other (warpgroup 1 arrives once up front and not after its last tile).
+  constexpr bool kPingPong = PACKFA_PREFILL_PINGPONG != 0;
+  if (kPingPong && cw == 1 && n_tiles > 0) hopper::named_arrive(3, L::kConsumers);
   float s[kN / 2];
   for (int t = 0; t < n_tiles; ++t) {
     const int t0 = lo + t * kN;
     hopper::mbar_wait(full + t % kS, (t / kS) & 1);
-    scores(t, s);
+    if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
+    auto issued = [&] {
+      if (kPingPong && (cw == 0 || t + 1 < n_tiles)) hopper::named_arrive(4 - cw, L::kConsumers);
+    };
+    const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
+    if constexpr (L::kF16K) {
+      qk_chain<L, D / 16>(q_desc, kd0, 0, s);
+      issued();
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < kN / 2; ++i) hold(s[i]);
+    } else {
+      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
+      bool done = false;
+      if constexpr (D % 32 == 0) {
+        if (p.k_block == 32) {
+          qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_row, lane, s, issued);
+          done = true;
+        }
+      }
+      if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_row, lane, s, issued);
+    }
 
     // edits, visibility (three variants, so the common one is short), online softmax
     const bool full = t0 + kN <= kv_len && (!p.causal || t0 + kN - 1 <= min_pos) &&
                       (p.window <= 0 || t0 > max_pos - p.window);
     const int kb = t0 + 2 * (lane % 4);  // key of s[4j + 2k + e] is kb + 8j + e
     if (!extras && full) {
+      if constexpr (!kScoresScaled) {
 #pragma unroll
-      for (int i = 0; i < kN / 2; ++i) s[i] *= sc2;
+        for (int i = 0; i < kN / 2; ++i) s[i] *= sc2;
+      }
     } else if (!extras) {
 #pragma unroll
       for (int j = 0; j < kN / 8; ++j)
@@ -286,7 +345,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
           const PrefillRow& ri = rows[v >> 1];
           const int key = kb + 8 * j + (v & 1);
           const bool vis = key >= first[v >> 1] && key < end[v >> 1];
-          float x = s[4 * j + v] * p.scale;
+          float x = s[4 * j + v] * raw_mul;
           if (softcap > 0.0f) x = softcap * tanh_fast(x * inv_cap);
           if (ri.mask && vis) x += ri.mask_mul * arch::half_to_float(ri.mask[key]);
           x += ri.slope_pos * static_cast<float>(key - ri.pos);
@@ -296,25 +355,31 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     float corr[2];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      float mx = -INFINITY;
+      // pairwise trees (short dependency chains): the row's max, then its exp2 sum
+      float mx4[4];
 #pragma unroll
-      for (int j = 0; j < kN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * k], s[4 * j + 2 * k + 1]));
+      for (int q = 0; q < 4; ++q)
+        mx4[q] = fmaxf(fmaxf(s[4 * q + 2 * k], s[4 * q + 2 * k + 1]),
+                       kN > 32 ? fmaxf(s[4 * (q + 4) + 2 * k], s[4 * (q + 4) + 2 * k + 1]) : -INFINITY);
+      float mx = fmaxf(fmaxf(mx4[0], mx4[1]), fmaxf(mx4[2], mx4[3]));
+#pragma unroll
+      for (int j = 16; j < kN / 8; j += 1) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * k], s[4 * j + 2 * k + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m[k], mx);
       const float m_use = m_new == -INFINITY ? 0.0f : m_new;
       corr[k] = arch::exp2_fast(m[k] - m_use);
       m[k] = m_new;
-      float sum = 0.0f;
+      float sum4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const float pr = arch::exp2_fast(s[4 * j + 2 * k + e] - m_use);
           s[4 * j + 2 * k + e] = pr;
-          sum += pr;
+          sum4[(2 * j + e) % 4] += pr;
         }
-      l[k] = l[k] * corr[k] + sum;
+      l[k] = l[k] * corr[k] + ((sum4[0] + sum4[1]) + (sum4[2] + sum4[3]));
     }
     if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {  // the running max moved
 #pragma unroll
@@ -332,15 +397,11 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       pf[kk][2] = cvt_half2(s[8 * kk + 4], s[8 * kk + 5]);
       pf[kk][3] = cvt_half2(s[8 * kk + 6], s[8 * kk + 7]);
     }
-    const uint32_t v_addr = wgmma::smem_addr(smem + L::kV + (t % kS) * L::kTileBytes);
+    const uint64_t vd0 = v_desc + (((t % kS) * L::kTileBytes) >> 4);
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk) {
-      if constexpr (L::kSwizzle)  // MN-major, 128-byte swizzle: 64-value blocks kN * 128 bytes apart
-        wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc_sw128(v_addr + 2048 * kk, kN * 128, 1024));
-      else
-        wgmma::mma_rs_tb<D>(o, pf[kk], wgmma::smem_desc(v_addr + 256 * kk, 128, kN * 16));
-    }
+    for (int kk = 0; kk < kN / 16; ++kk)  // k step kk: 16 keys, 256 bytes on (2048 swizzled)
+      wgmma::mma_rs_tb<D>(o, pf[kk], vd0 + ((L::kSwizzle ? 2048 : 256) * kk >> 4));
     wgmma::commit();
 
     wgmma::wait<0>();  // P·V of t

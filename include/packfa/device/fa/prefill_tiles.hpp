@@ -25,8 +25,10 @@ struct PrefillLayout {
   // the cache tiles, warpgroups 1 and 2 compute 64 query rows each; they meet only at the
   // ring's mbarriers.
   static constexpr int kProducers = 128, kConsumers = 256, kThreads = kProducers + kConsumers;
-  // setmaxnreg budgets, 128·72 + 256·216 = 384·168 (the block's register file): the producer
-  // spills below 64 (address arithmetic of the staging loops), the consumers need ~210 at D 128
+  // setmaxnreg budgets, 128·72 + 256·216 = 384·168 (the registers the block was launched with:
+  // setmaxnreg.inc waits for registers the other warpgroup released, so the sum may not exceed
+  // it): the producer spills below 64 (staging loops, unrolled widening), the consumers need
+  // ~210 at D 128
   static constexpr int kProducerRegs = D <= 128 ? 72 : 56, kConsumerRegs = D <= 128 ? 216 : 224;
   static constexpr int kStages = 3;  // fp16 K / V ring
   static constexpr int kM = 128;                 // query rows per block, 64 per consumer warpgroup
@@ -141,6 +143,28 @@ PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0,
     for (int i0 = 0; i0 < kTotal; i0 += kThreads) piece(i0 + tid);
   }
 }
+// The same for a contiguous plane, rows `slot` bytes apart from `tile` (key t0): each thread
+// keeps one piece column and steps over rows (kThreads / pieces rows a round), so a piece
+// costs one address add, one compare and the copy (decision "prefill-lean-producer").
+template <int kN, int kRow, int W, int kPitch, int kThreads>
+PACKFA_DEV void stage_rows(char* dst, const char* tile, int64_t slot, int n_valid, int tid) {
+  static_assert(kRow % W == 0 && W >= 4, "pieces of 4, 8 or 16 bytes tile the row");
+  constexpr int kPieces = kRow / W, kRows = kThreads / kPieces, kRounds = (kN + kRows - 1) / kRows;
+  static_assert(kRows >= 1, "a row has at most kThreads pieces");
+  const int rk = tid / kPieces, col = (tid - rk * kPieces) * W;
+  if (rk >= kRows) return;
+  const char* src = tile + rk * slot + col;
+  const int64_t step = kRows * slot;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int key = rk + r * kRows;
+    if (kN % kRows == 0 || key < kN) {
+      const bool ok = key < n_valid;
+      copy_piece(dst + key * kPitch + col, ok ? src : tile, W, ok);
+    }
+    src += step;
+  }
+}
 // Widest copy (<= 16 bytes) that tiles a row of n bytes.
 constexpr int piece_width(int n) { return n % 16 == 0 ? 16 : (n % 8 == 0 ? 8 : (n % 4 == 0 ? 4 : 2)); }
 
@@ -216,6 +240,7 @@ template <int D, VFormat VF, QKMode QK, int kT>
 PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int k_block, int tid) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kItems = kN * D / 16;
+  const int k_shift = k_block == 32 ? 5 : 4;
   auto item = [&](int i) {
     const int key = i % kN, c = i / kN;
     uint32_t h[8];
@@ -224,8 +249,8 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       ld32(kr + 32 * c, h);
     } else {  // exact int8 values (decision "prefill-exact-qk"); the block scale goes to ksf
       widen16_i8<false>(*reinterpret_cast<const uint4*>(kr + 16 * c), 0u, h);
-      const int blk = 16 * c / k_block;
-      if (16 * c == blk * k_block)
+      const int blk = (16 * c) >> k_shift;  // k_block 16 or 32: a shift, not a division
+      if (((16 * c) & (k_block - 1)) == 0)
         ksf[blk * kN + key] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
     }
     put16<L::kSwizzle>(kt, kN, key, c, h);
@@ -307,7 +332,9 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
         q = q < -127 ? -127 : (q > 127 ? 127 : q);
         x[e] = static_cast<float>(q);  // exact in fp16; the scale is applied to the block's sum
       }
-      reinterpret_cast<float*>(sq + (L::kQd - L::kQ))[r * kBlocks + blk] = amax > 0.0f ? qd : 0.0f;
+      // times the softmax scale in the exp2 domain: the block sums come out ready for exp2
+      reinterpret_cast<float*>(sq + (L::kQd - L::kQ))[r * kBlocks + blk] =
+          amax > 0.0f ? qd * (p.scale * 1.4426950408889634f) : 0.0f;
     }
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
