@@ -152,6 +152,16 @@ def prefill_cases():
         for v in ("q8_0", "f16"):
             cs.append(case("prefill causal nq %d, kv %s (no prefix), %s V" % (n, kname(n), v), "prefill_causal",
                            nq=n, kv=n, v=v, prefill=True, causal=True))
+    # issue 17's other head dims and the long cache: D 64 / 256 (16 / 2 heads at 256, as models with
+    # that head dim run), a chunk against 128k cached keys
+    for D, H, G in ((64, 32, 8), (256, 16, 2)):
+        for nq in (512, 2048):
+            cs.append(case("prefill D %d, nq %d, kv 4k, q8_0 V" % (D, nq), "prefill_d", nq=nq, kv=4096, H=H, G=G,
+                           D=D, prefill=True))
+    for v in ("q8_0", "f16"):
+        cs.append(case("prefill nq 512, kv 128k, %s V" % v, "prefill_long", nq=512, kv=131072, v=v, prefill=True))
+        cs.append(case("prefill causal nq 512, kv 128k (prefix %d), %s V" % (131072 - 512, v), "prefill_long",
+                       nq=512, kv=131072, v=v, prefill=True, causal=True))
     return cs
 
 

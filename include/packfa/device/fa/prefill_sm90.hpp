@@ -6,7 +6,8 @@
 // three warpgroups (decision "prefill-warp-specialised"):
 //   producer (warpgroup 0, 72 registers) —
 //     stage: cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
-//            paged) into a ring of two raw slots;
+//            paged) into a ring of two raw slots (contiguous planes: stage_rows, decision
+//            "prefill-lean-producer");
 //     widen: turns raw tile t into fp16 K and V tiles in the MMA layout (ring of kStages):
 //            packed16 K as its exact int8 values (block scales beside, in fp32), V by its
 //            format's rule; then marks the slot full (mbarrier);
@@ -14,7 +15,8 @@
 //     scores: S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
 //            block, each exact integer block sum scaled as decode scales it ("prefill-exact-qk");
 //     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers); then
-//     mark the slot empty. The two consumer warpgroups never wait for each other.
+//     mark the slot empty. The two consumer warpgroups take turns only at issuing their
+//     Q·K chains (decision "prefill-pingpong"), so one's softmax runs under the other's MMAs.
 // Why fp16 MMA for Q·K and not int8 (decision "prefill-f16-qk", docs/prefill.md): the K
 // scale varies per 32 values along head_dim, so int8 MMA partials need an int->float convert
 // and FMA per score per 32-block on the FP32 pipe (conversions at quarter rate); exact
