@@ -363,9 +363,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       for (int q = 0; q < 4; ++q)
         mx4[q] = fmaxf(fmaxf(s[4 * q + 2 * k], s[4 * q + 2 * k + 1]),
                        kN > 32 ? fmaxf(s[4 * (q + 4) + 2 * k], s[4 * (q + 4) + 2 * k + 1]) : -INFINITY);
+      static_assert(kN == 32 || kN == 64, "the max tree covers 4 or 8 column groups");
       float mx = fmaxf(fmaxf(mx4[0], mx4[1]), fmaxf(mx4[2], mx4[3]));
-#pragma unroll
-      for (int j = 16; j < kN / 8; j += 1) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * k], s[4 * j + 2 * k + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m[k], mx);
