@@ -190,6 +190,7 @@ struct Measured {
   double us_event = 0;  // the session-1..3 figure: events right around the call (see run())
   int splits = 0;
   std::string kernel;
+  std::string plan;  // row groups, combine kernel, claims (KernelChoice)
 };
 
 const char* vname(VFormat f) {
@@ -197,11 +198,14 @@ const char* vname(VFormat f) {
   return n[static_cast<int>(f)];
 }
 
-// Lengths of a batch: batch 1 = kv; batch > 1: varied, evenly from kv/4 to kv.
+// --uniform: every sequence of a batch has kv keys (the peer bench's batches)
+bool g_uniform = false;
+
+// Lengths of a batch: batch 1 (or --uniform) = kv; batch > 1: varied, evenly from kv/4 to kv.
 std::vector<int> lengths(const Case& c) {
   std::vector<int> L(c.batch);
   for (int b = 0; b < c.batch; ++b)
-    L[b] = c.batch == 1 ? c.kv : c.kv / 4 + static_cast<int>((static_cast<int64_t>(c.kv) * 3 / 4) * b / (c.batch - 1));
+    L[b] = c.batch == 1 || g_uniform ? c.kv : c.kv / 4 + static_cast<int>((static_cast<int64_t>(c.kv) * 3 / 4) * b / (c.batch - 1));
   return L;
 }
 
@@ -462,6 +466,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   m.tflops = m.flops / (m.us * 1e-6) / 1e12;
   m.splits = ch.num_splits;
   m.kernel = ch.name;
+  m.plan = " rg=" + std::to_string(ch.row_groups) + " comb=" + ch.combine + (ch.claims ? " claims" : "");
   for (auto& s : sets) {
     cudaFree(s.k);
     if (s.s) cudaFree(s.s);
@@ -655,17 +660,22 @@ int main(int argc, char** argv) {
   std::string json;
   bool quick = false, chain_only = false, host_only = false;
   int reps = 60, only_kv = 0, only_nq = 0, only_d = 0;
-  std::string only_v;
+  int one_h = 0, one_g = 0, one_batch = 0;  // --heads / --kv-heads / --batch: one case of that shape
+  std::string only_v, one_dot;
   bool no_base = false, prefill = false;
   std::string only_causal;
   packfa::args::Parser ap("packfa-bench",
                           "usage: packfa-bench [--json PATH] [--quick] [--reps N] [--chain-only]\n"
                           "                    [--kv N] [--nq N] [--d N] [--v f16|q8_0|q4_0|q8_0_planar] [--no-baseline]\n"
                           "                    [--splits N] [--trace] [--head-major] [--prefill [--causal on|off]]\n"
+                          "                    [--heads H --kv-heads G --batch B --dot int8|f16 --uniform]\n"
                           "Decode / MTP sweep of fa_packed16_forward on the GPU (exits 1 without one).\n"
                           "  --reps N      timed calls per case (50..100000, default 60)\n"
                           "  --kv/--nq/--d/--v   run only the sweep's cases with that value\n"
                           "                (kv 4096, 32768, 131072; nq 1, 4; d 128, 256)\n"
+                          "  --heads/--kv-heads/--batch/--dot/--uniform   one case of any shape instead of the sweep:\n"
+                          "                D --d (128), kv --kv (32768), nq --nq (1), V --v (q8_0), H --heads (32),\n"
+                          "                G --kv-heads (8), --batch (1), --dot (int8); --uniform: all sequences kv long\n"
                           "  --splits N    force the split-KV count (0 = the dispatcher's choice, up to 1024)\n"
                           "  --quick       fewer cases; --chain-only: only the pack -> attention -> combine chain\n"
                           "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
@@ -691,7 +701,12 @@ int main(int argc, char** argv) {
       .flag("--head-major", &g_head_major)
       .integer("--paged", &g_paged, 16, 256)
       .flag("--prefill", &prefill)
-      .choice("--causal", &only_causal, {"on", "off"});
+      .choice("--causal", &only_causal, {"on", "off"})
+      .integer("--heads", &one_h, 1, 1024)
+      .integer("--kv-heads", &one_g, 1, 1024)
+      .integer("--batch", &one_batch, 1, 4096)
+      .choice("--dot", &one_dot, {"int8", "f16"})
+      .flag("--uniform", &g_uniform);
   int arg_rc = 0;
   if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
   const bool filtered = only_kv || only_nq || only_d || !only_v.empty() || !only_causal.empty();
@@ -702,7 +717,18 @@ int main(int argc, char** argv) {
   if (g_paged && g_head_major) return ap.fail("--paged reads the token-major cache; drop --head-major");
 
   std::vector<Case> cases;
-  if (prefill) {  // issue 17: the default list below stays as it is (decode A/B compares it)
+  const bool one_case = one_h || one_g || one_batch || !one_dot.empty() || g_uniform;
+  if (one_case && (prefill || chain_only)) return ap.fail("--heads/--kv-heads/--batch/--dot/--uniform: decode cases only");
+  if (one_case) {
+    Case c{only_d ? only_d : 128, one_h ? one_h : 32, one_g ? one_g : 8, only_nq ? only_nq : 1, one_batch ? one_batch : 1,
+           only_kv ? only_kv : 32768, VFormat::q8_0, KFormat::packed16};
+    if (!only_v.empty())
+      for (VFormat f : {VFormat::f16, VFormat::q8_0, VFormat::q4_0, VFormat::q8_0_planar})
+        if (only_v == vname(f)) c.vf = f;
+    if (one_dot == "f16") c.dot = DotMode::f16;
+    if (c.H % c.G != 0) return ap.fail("--heads must be a multiple of --kv-heads");
+    cases.push_back(c);
+  } else if (prefill) {  // issue 17: the default list below stays as it is (decode A/B compares it)
     struct DV {
       int D;
       VFormat vf;
@@ -728,13 +754,13 @@ int main(int argc, char** argv) {
       cases.push_back({256, 24, 4, 1, 1, 131072, vf, KFormat::packed16});
   }
   auto selected = [&](const Case& c) {
-    return !((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
+    return one_case || !((only_kv && c.kv != only_kv) || (only_nq && c.nq != only_nq) || (only_d && c.D != only_d) ||
              (!only_v.empty() && only_v != vname(c.vf)) || (!only_causal.empty() && (only_causal == "on") != c.causal));
   };
   if (prefill && filtered && std::none_of(cases.begin(), cases.end(), selected))
     return ap.fail("no prefill case matches --kv/--nq/--d/--v/--causal as given: nq 512 and 2048, kv 4096, 32768, "
                    "131072 (not with --quick), d 64, 128, 256 (--quick: 128), V q8_0 (and f16 at d 128), causal on and off");
-  if (filtered && std::none_of(cases.begin(), cases.end(), selected))  // explain an empty run
+  if (filtered && !one_case && std::none_of(cases.begin(), cases.end(), selected))  // explain an empty run
     return ap.fail("no case of the sweep matches --kv/--nq/--d/--v as given: the sweep has kv 4096, 32768, 131072 "
                    "(32768 not with --quick), nq 1 and 4, d 128 (all of them) and d 256 (kv 131072, nq 1)");
 
@@ -787,22 +813,22 @@ int main(int argc, char** argv) {
     base.kf = KFormat::f16;
     const Measured mb = no_base ? m : run(base, reps, prop.l2CacheSize);
     const double pct = 100.0 * m.gbs / copy;
-    std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s %-6s %9.1f %9.1f %8.0f %5.1f%% %9.1f %6.2fx %8.1f  %s s=%d\n", c.D, c.H, c.G,
-                c.nq, c.batch, c.kv, vname(c.vf), "int8", m.us, m.bytes / 1e6, m.gbs, pct, mb.us, mb.us / m.us, m.us_event,
-                m.kernel.c_str(), m.splits);
+    std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s %-6s %9.1f %9.1f %8.0f %5.1f%% %9.1f %6.2fx %8.1f  %s s=%d%s\n", c.D, c.H, c.G,
+                c.nq, c.batch, c.kv, vname(c.vf), c.dot == DotMode::f16 ? "f16" : "int8", m.us, m.bytes / 1e6, m.gbs, pct, mb.us, mb.us / m.us, m.us_event,
+                m.kernel.c_str(), m.splits, m.plan.c_str());
     char buf[1024];
     std::snprintf(buf, sizeof buf,
                   "%s{\"head_dim\":%d,\"n_q_heads\":%d,\"n_kv_heads\":%d,\"nq\":%d,\"batch\":%d,\"max_kv\":%d,"
-                  "\"v_format\":\"%s\",\"k_format\":\"packed16\",\"dot\":\"int8\",\"median_us\":%.3f,\"bytes\":%.0f,"
+                  "\"v_format\":\"%s\",\"k_format\":\"packed16\",\"dot\":\"%s\",\"median_us\":%.3f,\"bytes\":%.0f,"
                   "\"gb_per_s\":%.1f,\"pct_of_copy\":%.2f,\"splits\":%d,\"kernel\":\"%s\","
                   "\"f16k_median_us\":%.3f,\"f16k_gb_per_s\":%.1f,\"f16k_pct_of_copy\":%.2f,\"speedup_vs_f16k\":%.3f,"
                   "\"event_median_us\":%.3f,\"f16k_event_median_us\":%.3f}",
-                  rows.empty() ? "" : ",\n    ", c.D, c.H, c.G, c.nq, c.batch, c.kv, vname(c.vf), m.us, m.bytes, m.gbs,
+                  rows.empty() ? "" : ",\n    ", c.D, c.H, c.G, c.nq, c.batch, c.kv, vname(c.vf), c.dot == DotMode::f16 ? "f16" : "int8", m.us, m.bytes, m.gbs,
                   pct, m.splits, m.kernel.c_str(), mb.us, mb.gbs, 100.0 * mb.gbs / copy, mb.us / m.us, m.us_event,
                   mb.us_event);
     rows += buf;
   }
-  const ChainResult ch = filtered || prefill ? ChainResult{} : chain_bench(reps);
+  const ChainResult ch = filtered || prefill || one_case ? ChainResult{} : chain_bench(reps);
   if (!prefill)
     std::printf("\nchain pack->attention->combine, kv=4096 D=128 32/8 q8_0 (us per step):\n"
                 "  stream PDL off %.2f | stream PDL on %.2f | graph PDL off %.2f | graph PDL on %.2f\n",

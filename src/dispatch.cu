@@ -259,6 +259,24 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
   return pick;
 }
 
+// The split kernel's L2 prefetch of each wave's first chunk before its PDL wait (kv_stage.hpp,
+// prefetch_first_chunk); PACKFA_PREFETCH=0 (read once) turns it off, for A/B.
+bool prefetch_first() {
+  static const bool on = [] {
+    const char* e = std::getenv("PACKFA_PREFETCH");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
+bool split_rounds() {
+  static const bool on = [] {
+    const char* e = std::getenv("PACKFA_SPLIT_ROUNDS");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
   PACKFA_TRY(validate(p));
   const QKMode qk = qk_mode(p);
@@ -320,14 +338,22 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   // per-sequence lengths live on the device and shorter sequences leave splits idle, so aim
   // for ~4 blocks per multiprocessor (one wave of blocks made a 16-sequence batch of mixed
   // lengths 25% slower).
+  //
+  // Batches, whole rounds (2026-12-02): ceil(4 x SMs / base) splits left a part-filled last
+  // round of blocks (batch 8 x kv 4k, 8 KV heads: 9 splits = 576 blocks on 264 slots, the third
+  // round 18% full); instead the most splits whose blocks fill at most max(1, 4 / resident)
+  // whole rounds of the resident slots (8 splits: 512 blocks). PACKFA_SPLIT_ROUNDS=0 (read
+  // once): the old rule.
   const int64_t base_blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
   int splits = std::min(p.num_splits, device::kMaxSplits);
   if (splits <= 0) {
     int64_t want = (4LL * f.sms + base_blocks - 1) / base_blocks;
-    if (p.batch == 1) {
+    if (p.batch == 1 || split_rounds()) {
       int per_sm = 0;
       PACKFA_TRY(resident_blocks(inst, device, &per_sm));
-      want = std::max<int64_t>(1, static_cast<int64_t>(std::max(per_sm, 1)) * f.sms / base_blocks);
+      const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
+      const int64_t rounds = p.batch == 1 ? 1 : std::max(1, 4 / std::max(per_sm, 1));  // ~4 blocks per SM
+      want = std::max<int64_t>(1, rounds * slots / base_blocks);
     }
     const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, (p.max_kv_len + 127) / 128));
     splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
@@ -501,7 +527,9 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                  : pl.splits >= device::kRowCombineMinSplits &&
                          pl.splits <= device::kWarpCombineMaxSplits ? "row_block"
                  : pl.splits <= device::kWarpCombineMaxSplits       ? "wave"
-                                                                    : "block";
+                 : std::getenv("PACKFA_COMBINE_COLS") && std::getenv("PACKFA_COMBINE_COLS")[0] == '0'
+                     ? "block"
+                     : "col_block";  // kernels/combine.cu: a block per (row, 64 dims)
   return Status::Ok();
 }
 
@@ -614,6 +642,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
 #if defined(PACKFA_TRACE)
   kp.trace = detail::g_trace;
 #endif
+  kp.prefetch = prefetch_first() ? 1 : 0;
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;

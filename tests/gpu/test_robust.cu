@@ -536,7 +536,10 @@ TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
   add("int8 Q.K, 4 rows: tensor-core scores", c, 1, 4, 1, "none", 0);
   c = base(128, VFormat::q8_0, 1, 8, 2, 1500);
   c.dot = DotMode::f16;
-  add("fp16-Q mode, 4 rows: lane = key dots", c, 3, 4, 0, "wave", 0);
+  add("fp16-Q mode, 4 rows: tensor-core scores", c, 3, 4, 1, "wave", 0);
+  c = base(256, VFormat::q8_0, 1, 8, 2, 1500);
+  c.dot = DotMode::f16;
+  add("fp16-Q mode, D = 256: lane = key dots", c, 3, 4, 0, "wave", 0);
   c = base(128, VFormat::bf16, 1, 8, 2, 1500);
   add("bf16 V: lane path", c, 3, 4, 0, "wave", 0);
   c = base(256, VFormat::q8_0, 1, 8, 2, 1500);
@@ -565,7 +568,7 @@ TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
   for (int splits : {16, 65}) {  // kv = 256 s - 37: exactly s splits (see test_attention)
     c = base(80, VFormat::f16, 1, 8, 2, 256 * splits - 37);
     c.sinks = true;
-    add(splits == 16 ? "combine: row block" : "combine: block", c, splits, 4, 1, splits == 16 ? "row_block" : "block", 0);
+    add(splits == 16 ? "combine: row block" : "combine: block", c, splits, 4, 1, splits == 16 ? "row_block" : "col_block", 0);
   }
   for (int kv : {1, 33}) {  // tile edges: one key, one past a 32-key chunk
     c = base(128, VFormat::q8_0, 1, 8, 2, kv);

@@ -330,4 +330,93 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
   if (tid == 0 && p.lse) p.lse[row] = st.lse();
 }
 
+// More than kWarpCombineMaxSplits splits (few KV heads, D = 256: 132-256 splits a row): a block
+// of kColCombineThreads per (row, kColCombineCols float4 columns), so a row's partials are read
+// by head_dim / 64 blocks instead of one (16 rows x 256 splits x 1 KB = 4 MB went through 16
+// SMs in fa_combine_kernel, each thread with 4 loads in flight: ~30 dependent L2 round trips).
+// Every block forms M, L and the weights of its row (S (max, sum) pairs: 8 bytes a split, cheap
+// next to its S x 256 bytes of O); thread group grp sums splits grp, grp + G, ... of its
+// column with kColCombineBatch loads in flight, one barrier reduces the G groups. The first
+// batch is issued before the weights. PACKFA_COMBINE_COLS=0 (read once, kernels/combine.cu)
+// runs fa_combine_kernel instead (A/B).
+PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kColCombineThreads, 1) fa_combine_col_kernel(const CombineParams p) {
+  constexpr int kC = kColCombineCols, kG = kColCombineThreads / kC, kB = kColCombineBatch;
+  constexpr int kWaves = kColCombineThreads / arch::kWaveSize;
+  __shared__ float w[kMaxSplits];
+  __shared__ float red[kWaves];
+  __shared__ float4 part[kColCombineThreads];
+  const int cols = p.head_dim / 4, col_blocks = (cols + kC - 1) / kC;
+  const int64_t row = blockIdx.x / col_blocks;  // (b * nq + i) * n_q_heads + h
+  const int cb = static_cast<int>(blockIdx.x - row * col_blocks);
+  const CombineRow cr = combine_row(p, row);
+  const int S = p.num_splits;
+  const int tid = threadIdx.x, lane = arch::lane_id(), wave = tid / arch::kWaveSize;
+  const int col = cb * kC + tid % kC, grp = tid / kC;
+  const bool live = col < cols;
+
+  pdl::wait();  // partials come from the split kernel
+  pdl::launch_dependents();
+
+  const float4* po = reinterpret_cast<const float4*>(p.part_o + row * S * p.head_dim) + col;
+  float4 v[kB];
+  auto load = [&](int s0) {
+    PACKFA_UNROLL
+    for (int k = 0; k < kB; ++k) {
+      const int s = s0 + k * kG;
+      v[k] = live && s < S ? po[static_cast<int64_t>(s) * cols] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  };
+  load(grp);
+
+  const float* ml = p.part_ml + row * S * 2;
+  float m = kNegInf;
+  for (int s = tid; s < S; s += kColCombineThreads) m = fmaxf(m, ml[2 * s]);
+  m = arch::group_max(m);
+  if (lane == 0) red[wave] = m;
+  __syncthreads();
+  SoftmaxState st;
+  st.m = sink_log2(p.sinks, cr.h);
+  PACKFA_UNROLL
+  for (int k = 0; k < kWaves; ++k) st.m = fmaxf(st.m, red[k]);
+  __syncthreads();
+  float l = 0.0f;
+  for (int s = tid; s < S; s += kColCombineThreads) {
+    const float f = st.weight(ml[2 * s]);
+    w[s] = f;
+    l += f * ml[2 * s + 1];
+  }
+  l = arch::group_sum(l);
+  if (lane == 0) red[wave] = l;
+  __syncthreads();
+  st.l = (p.sinks && st.m != kNegInf) ? arch::exp2_fast(p.sinks[cr.h] * kLog2e - st.m) : 0.0f;
+  PACKFA_UNROLL
+  for (int k = 0; k < kWaves; ++k) st.l += red[k];
+
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int s0 = grp;; s0 += kB * kG) {
+    PACKFA_UNROLL
+    for (int k = 0; k < kB; ++k) {
+      const int s = s0 + k * kG;
+      fma4(acc, s < S ? w[s] : 0.0f, v[k]);
+    }
+    if (s0 + kB * kG >= S) break;
+    load(s0 + kB * kG);
+  }
+  part[tid] = acc;
+  __syncthreads();
+  if (tid < kC && live) {
+    float4 o = part[tid];
+    PACKFA_UNROLL
+    for (int g = 1; g < kG; ++g) {
+      const float4 q = part[g * kC + tid];
+      o.x += q.x;
+      o.y += q.y;
+      o.z += q.z;
+      o.w += q.w;
+    }
+    store_o4(p, cr.b, cr.i, cr.h, col, o, st.inv_sum());
+  }
+  if (cb == 0 && tid == 0 && p.lse) p.lse[row] = st.lse();
+}
+
 }  // namespace packfa::device

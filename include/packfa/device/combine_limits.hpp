@@ -10,4 +10,9 @@ constexpr int kWarpCombineMaxSplits = 64;  // up to here a row's (max, sum) pair
 // the split kernel from 2.5 to 1.0 us (kv 128k and 4k decode, one sequence), while batches
 // with 2-5 splits per row ran 1-5% slower with it.
 constexpr int kRowCombineMinSplits = 16;
+// More than kWarpCombineMaxSplits: a block of kColCombineThreads per (row, kColCombineCols
+// float4 columns) (fa_combine_col_kernel), kColCombineBatch loads in flight per thread.
+constexpr int kColCombineThreads = 256;
+constexpr int kColCombineCols = 16;
+constexpr int kColCombineBatch = 8;
 }  // namespace packfa::device

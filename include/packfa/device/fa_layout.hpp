@@ -57,8 +57,16 @@ constexpr FaLayout fa_layout(int D, VFormat vf, QKMode qk, int rmax, FaBudget bu
     const int loop = waves * l.wave_bytes, merge = waves * rmax * (D + 2) * 4;
     return l.q_bytes + l.row_info_bytes + (loop > merge ? loop : merge);
   };
-  // 4 waves (2 for D > 128), fewer when the budget is smaller
-  l.waves = (D <= 128 && smem_for(4) <= budget.smem_limit) ? 4 : (smem_for(2) <= budget.smem_limit ? 2 : 1);
+  // 4 waves (2 for D > 128), fewer when the budget is smaller. PACKFA_D256_WAVES4 (a build
+  // option for A/B, not measured yet): the D = 256 int8 16-row class with 4 waves, 2 blocks of
+  // 89 KB per H200 SM instead of 4 of 47 KB (the same 8 warps): half the blocks, so half the
+  // splits, partials and Q set-ups for a sequence (16/2 heads, kv 32k: 256 splits of 128 keys).
+#if defined(PACKFA_D256_WAVES4)
+  const bool four = D <= 128 || (rmax == 16 && qk == QKMode::packed16_int8 && v_is_blocked(vf));  // f16 V: 1 block of 122 KB
+#else
+  const bool four = D <= 128;
+#endif
+  l.waves = (four && smem_for(4) <= budget.smem_limit) ? 4 : (smem_for(2) <= budget.smem_limit ? 2 : 1);
   l.smem_bytes = smem_for(l.waves);
   l.fits = l.smem_bytes <= budget.smem_limit;
   return l;

@@ -61,6 +61,11 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const int lane = arch::lane_id();
 
   PACKFA_TRACE_AT(p, 0);
+#if defined(PACKFA_BACKEND_CUDA)
+  if constexpr (!PAGED) {
+    if (p.prefetch) prefetch_first_chunk<T>(p, br.b, br.kvh, br.split, wave, lane);
+  }
+#endif
   // Everything below reads memory a predecessor kernel may write (Q, the cache, lengths).
   pdl::wait();
   PACKFA_TRACE_AT(p, 1);
@@ -71,8 +76,10 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   // (docs/format.md, "Device-side values"); one block per sequence (and row group) counts.
   const int kv_len_raw = p.kv_len[br.b];
   const int kv_len = min(max(kv_len_raw, 0), p.max_kv_len);
-  const bool counts = p.errors && br.kvh == 0 && br.split == 0;
-  if (counts && br.rg == 0 && tid == 0 && kv_len != kv_len_raw) atomicAdd(p.errors + 0, 1);
+#if defined(PACKFA_LEN_COUNT_EARLY)  // A/B builds: the count's place before 2026-12-02
+  if (p.errors && br.kvh == 0 && br.split == 0 && br.rg == 0 && tid == 0 && kv_len != kv_len_raw)
+    atomicAdd(p.errors + 0, 1);
+#endif
   const QLoader<T> q = QLoader<T>::make(p, br, wave, lane);
   float xq[T::kQBatch];
   q.load(0, xq);
@@ -94,6 +101,13 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     stager.stage(chunk, 0);
     work.template issue<T::kWaves>(chunk);
   }
+  // The clamp's count, after the first copies: a branch on the length between its load and
+  // the Q loads kept those waiting for it (43650bd issued them back to back; one-row decode
+  // at kv 4k-32k was 2-6% slower with the count there, bench/NOTES.md session 8).
+#if !defined(PACKFA_LEN_COUNT_EARLY)
+  if (p.errors && br.kvh == 0 && br.split == 0 && br.rg == 0 && tid == 0 && kv_len != kv_len_raw)
+    atomicAdd(p.errors + 0, 1);
+#endif
   PACKFA_TRACE_AT(p, 3);
 
   // ---- row facts and Q into shared memory, while the first chunk streams in --------------------

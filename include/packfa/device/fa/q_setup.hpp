@@ -137,6 +137,10 @@ PACKFA_DEV void q_mma_frags(uint32_t (&qa)[T::kD / 16][4], float (&qsc)[T::kQBlo
       const int r = g + 8 * h;
       if constexpr (T::kQK == QKMode::packed16_int8) {
         qa[piece][h] = r < RMAX ? *reinterpret_cast<const uint32_t*>(q + r * D + 16 * piece + 4 * t) : 0u;
+      } else if constexpr (T::kQK == QKMode::packed16_f16) {  // k pairs = dims 4t, 4t+1 / 4t+2, 4t+3 (qk_mma_f16q)
+        const float* qf = reinterpret_cast<const float*>(q) + r * D + 16 * piece + 4 * t;
+        qa[piece][h] = r < RMAX ? arch::pack_half2(qf[0], qf[1]) : 0u;
+        qa[piece][2 + h] = r < RMAX ? arch::pack_half2(qf[2], qf[3]) : 0u;
       } else {
         const float* qf = reinterpret_cast<const float*>(q) + r * D + 16 * piece + 2 * t;
         qa[piece][h] = r < RMAX ? arch::pack_half2(qf[0], qf[1]) : 0u;

@@ -10,6 +10,12 @@
 
 namespace packfa::device {
 
+#if defined(PACKFA_NO_F16Q_MMA)
+constexpr bool kF16qMma = false;
+#else
+constexpr bool kF16qMma = true;
+#endif
+
 template <int D, VFormat VF, QKMode QK, int RMAX>
 struct FaTraits {
   static constexpr int kD = D;
@@ -40,11 +46,15 @@ struct FaTraits {
   //    without a shared-memory round trip; D = 256 decode rows stay on the 4-way dot (on the
   //    mma they spill: 64 accumulator registers for the output alone);
   //  - f16 K (the in-house baseline, plain fp16 caches) for every row class, D <= 128: fp16
-  //    products, fp32 sums, like the scalar path.
-  // RDNA and the fp16-Q mode run the 4-way dot / fp32 dots with lane = key.
+  //    products, fp32 sums, like the scalar path;
+  //  - the fp16-Q mode, D <= 128 (qk_mma_f16q: K bytes as exact fp16 integers, fp32 block
+  //    sums, the lane path's arithmetic; on the lane path it ran at half the int8 mode's speed).
+  //    PACKFA_NO_F16Q_MMA (compile definition) keeps it on the lane path, for A/B builds.
+  // RDNA runs the 4-way dot / fp32 dots with lane = key.
   static constexpr bool mma_qk_if(bool has_mma) {  // also asked by the host (KernelChoice::mma_qk)
     return has_mma && VF != VFormat::bf16 &&
-           ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128));
+           ((QK == QKMode::packed16_int8 && (D <= 128 || RMAX == 16)) || (QK == QKMode::f16 && D <= 128) ||
+            (QK == QKMode::packed16_f16 && D <= 128 && kF16qMma));
   }
   static constexpr bool kMmaQk = mma_qk_if(arch::kHasMmaF16);
   static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
