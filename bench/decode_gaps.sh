@@ -1,53 +1,78 @@
 #!/usr/bin/env bash
-# A/B of the issue-18 decode-gap changes (bench/NOTES.md, session 10) in one binary: each switch
-# is an environment variable read once per process, so old and new run alternately in one lease.
+# A/B of the issue-18 decode-gap switches (bench/NOTES.md, sessions 10 and 11) in one binary.
+# Each switch is an environment variable read once per process, OFF by default since session
+# 11 (=1 turns it on), so old and new run alternately in one lease:
+#   PACKFA_PREFETCH=1      L2 prefetch of each wave's first chunk before the PDL wait
+#   PACKFA_SPLIT_ROUNDS=1  batches: the split count that fills whole rounds of resident blocks
+#   PACKFA_COMBINE_COLS=1  > 64 splits: fa_combine_col_kernel (a block per row and 64 dims)
+# fp16-Q on tensor cores and the length count after the first copies are not switches (build
+# options PACKFA_NO_F16Q_MMA / PACKFA_LEN_COUNT_EARLY restore the old code).
 #
 #   bench/decode_gaps.sh [ROUNDS]        (B=path/to/packfa-bench, default build-gpu/bench/packfa-bench)
 #
 # Prints the sweep table rows of every run ("us" column = spin-differenced device time of one
-# call; the last column names the kernel, splits, row groups and combine kernel).
+# call; the last column names the kernel, splits, row groups, combine kernel and the switches
+# in effect: "rounds", "prefetch").
 set -uo pipefail
 B="${B:-build-gpu/bench/packfa-bench}"
 ROUNDS="${1:-2}"
-run() {  # run LABEL ENV... -- ARGS...
+run() {  # run LABEL [ENV=VALUE...] -- ARGS...   (no ENV: the defaults, every switch off)
   local label="$1"; shift
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  printf '%-34s ' "$label"
-  env "${envs[@]}" "$B" --no-baseline --reps 60 "$@" 2>&1 | grep -E '^[0-9]+ ' | head -1
+  printf '%-40s ' "$label"
+  env ${envs[@]+"${envs[@]}"} "$B" --no-baseline --reps 60 "$@" </dev/null 2>&1 | grep -E '^[0-9]+ ' | head -1
 }
+ALL="PACKFA_PREFETCH=1 PACKFA_SPLIT_ROUNDS=1 PACKFA_COMBINE_COLS=1"
 for r in $(seq 1 "$ROUNDS"); do
   echo "# round $r"
+  # 0. the default-sweep cases that ran 1.09-1.55x slower with the three switches on (session
+  #    10, call 3): defaults, all three on, each one alone (the bisect session 10 had no time for)
+  while read -r what args; do
+    run "$what default" -- $args
+    run "$what all3" $ALL -- $args
+    run "$what prefetch=1" PACKFA_PREFETCH=1 -- $args
+    run "$what rounds=1" PACKFA_SPLIT_ROUNDS=1 -- $args
+    run "$what cols=1" PACKFA_COMBINE_COLS=1 -- $args
+  done <<'EOF'
+kv4k-1row-q8_0_planar --kv 4096 --heads 32 --kv-heads 8 --v q8_0_planar
+kv4k-1row-q8_0 --kv 4096 --heads 32 --kv-heads 8 --v q8_0
+kv32k-1row-q4_0 --kv 32768 --heads 32 --kv-heads 8 --v q4_0
+b16x4k-q8_0 --kv 4096 --heads 32 --kv-heads 8 --batch 16 --v q8_0
+nq4-b16x32k-q4_0 --kv 32768 --heads 32 --kv-heads 8 --batch 16 --nq 4 --v q4_0
+EOF
   # 1. D 256, 16/2 heads, kv 32k: column combine vs the one-block-per-row combine, split counts
   for v in q8_0 q8_0_planar; do
     run "d256 16/2 32k $v cols=1" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --v $v
-    run "d256 16/2 32k $v cols=0" PACKFA_COMBINE_COLS=0 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --v $v
+    run "d256 16/2 32k $v default" -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --v $v
   done
   for s in 64 128 256; do
-    run "d256 16/2 32k q8_0 splits=$s" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --splits $s
+    run "d256 16/2 32k q8_0 splits=$s cols=1" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --splits $s
+    run "d256 16/2 32k q8_0 splits=$s default" -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --splits $s
   done
   run "d256 24/4 128k cols=1" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 24 --kv-heads 4 --kv 131072
-  run "d256 24/4 128k cols=0" PACKFA_COMBINE_COLS=0 -- --d 256 --heads 24 --kv-heads 4 --kv 131072
-  # 2. short sequences: batch split rounds; the pre-wait prefetch (no effect expected here: the
+  run "d256 24/4 128k default" -- --d 256 --heads 24 --kv-heads 4 --kv 131072
+  # 2. short sequences: batch split rounds; the pre-wait prefetch (no gain expected here: the
   #    spin kernel in front of each call does not trigger its dependents early)
   for bt in 8 16; do
     run "batch $bt x 4k uniform rounds=1" PACKFA_SPLIT_ROUNDS=1 -- --kv 4096 --batch $bt --uniform
-    run "batch $bt x 4k uniform rounds=0" PACKFA_SPLIT_ROUNDS=0 -- --kv 4096 --batch $bt --uniform
+    run "batch $bt x 4k uniform default" -- --kv 4096 --batch $bt --uniform
     run "batch $bt x 4k varied rounds=1" PACKFA_SPLIT_ROUNDS=1 -- --kv 4096 --batch $bt
-    run "batch $bt x 4k varied rounds=0" PACKFA_SPLIT_ROUNDS=0 -- --kv 4096 --batch $bt
+    run "batch $bt x 4k varied default" -- --kv 4096 --batch $bt
   done
   run "batch 16 x 32k varied rounds=1" PACKFA_SPLIT_ROUNDS=1 -- --kv 32768 --batch 16
-  run "batch 16 x 32k varied rounds=0" PACKFA_SPLIT_ROUNDS=0 -- --kv 32768 --batch 16
+  run "batch 16 x 32k varied default" -- --kv 32768 --batch 16
   for kv in 4096 32768; do
     run "kv $kv one row prefetch=1" PACKFA_PREFETCH=1 -- --kv $kv --heads 32 --kv-heads 8
-    run "kv $kv one row prefetch=0" PACKFA_PREFETCH=0 -- --kv $kv --heads 32 --kv-heads 8
+    run "kv $kv one row default" -- --kv $kv --heads 32 --kv-heads 8
   done
-  # 3. nq 2..16 (no change expected)
-  for nq in 1 2 4 8 16; do run "nq $nq kv 32k" PACKFA_PREFETCH=1 -- --kv 32768 --nq $nq --heads 32 --kv-heads 8; done
-  # 4. fp16-Q dot (tensor cores now) against the int8 dot
-  for dot in f16 int8; do run "kv 128k dot $dot" PACKFA_PREFETCH=1 -- --kv 131072 --dot $dot; done
-  run "kv 32k nq 4 dot f16" PACKFA_PREFETCH=1 -- --kv 32768 --nq 4 --dot f16
+  # 3. nq 2..16 (no change expected; defaults)
+  for nq in 1 2 4 8 16; do run "nq $nq kv 32k default" -- --kv 32768 --nq $nq --heads 32 --kv-heads 8; done
+  # 4. fp16-Q dot (tensor cores, the default since session 10) against the int8 dot; the lane
+  #    path needs a PACKFA_NO_F16Q_MMA build (B=that build's packfa-bench)
+  for dot in f16 int8; do run "kv 128k dot $dot default" -- --kv 131072 --dot $dot; done
+  run "kv 32k nq 4 dot f16 default" -- --kv 32768 --nq 4 --dot f16
 done
 # the pack -> attention -> combine chain with PDL: where the pre-wait prefetch can act
 for p in 1 0; do echo "# chain, PACKFA_PREFETCH=$p"; PACKFA_PREFETCH=$p "$B" --chain-only 2>&1 | tail -2; done

@@ -190,7 +190,7 @@ struct Measured {
   double us_event = 0;  // the session-1..3 figure: events right around the call (see run())
   int splits = 0;
   std::string kernel;
-  std::string plan;  // row groups, combine kernel, claims (KernelChoice)
+  std::string plan;  // row groups, combine kernel, claims, decode switches in effect (KernelChoice)
 };
 
 const char* vname(VFormat f) {
@@ -466,7 +466,8 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   m.tflops = m.flops / (m.us * 1e-6) / 1e12;
   m.splits = ch.num_splits;
   m.kernel = ch.name;
-  m.plan = " rg=" + std::to_string(ch.row_groups) + " comb=" + ch.combine + (ch.claims ? " claims" : "");
+  m.plan = " rg=" + std::to_string(ch.row_groups) + " comb=" + ch.combine + (ch.claims ? " claims" : "") +
+           (ch.split_rounds ? " rounds" : "") + (ch.prefetch ? " prefetch" : "");
   for (auto& s : sets) {
     cudaFree(s.k);
     if (s.s) cudaFree(s.s);

@@ -144,9 +144,12 @@ phase_bench() {
 #                     the PDL chain pack -> quantize -> split -> combine, the probes)
 #   pdl_test_*        every case but [planted] (the planted races need kernels to overlap,
 #                     which the sanitizers serialise away; they run in the test phase)
-#   gpu_test_attention: left out (the accuracy sweep, ~4 min bare; test_robust's subset runs
-#                     its kernel kinds); python_*: left out (a Python process, not packfa's
-#                     binaries)
+#   gpu_test_attention, gpu_test_attention_switches_on: left out (the accuracy sweep, ~4 min
+#                     bare; test_robust's subset runs its kernel kinds); python_*: left out
+#                     (a Python process, not packfa's binaries)
+#   gpu_test_robust_switches_on: its command carries "[sanitize]" and the three decode
+#                     switches (cmake -E env, tests/gpu/CMakeLists.txt): the subset again
+#                     with the column combine, the pre-wait prefetch and split rounds
 # A binary not named here runs every case, so a new GPU test is never skipped silently.
 sanitize_specs() {
   case "$1" in
@@ -154,7 +157,7 @@ sanitize_specs() {
     gpu_test_paged)
       printf '%s\n' "paged: f16 K*" "pack/quantize-on-write through a vLLM slot mapping*" \
         "device-side values out of contract*" "ggml ALiBi*" ;;
-    gpu_test_attention | python_*) echo "SKIP" ;;
+    gpu_test_attention | gpu_test_attention_switches_on | python_*) echo "SKIP" ;;
     pdl_*) echo "~[planted]" ;;
     *) ;;
   esac

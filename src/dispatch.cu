@@ -39,7 +39,7 @@ namespace packfa {
 namespace detail {  // kernels/pack.*, kernels/combine.*
 Status launch_pack_k(const device::PackKKernelParams& kp, int64_t items, void* stream, int pdl);
 Status launch_quantize_v(const device::QuantVKernelParams& kp, int64_t items, void* stream, int pdl);
-Status launch_combine(const CombineParams& cp, int64_t rows, void* stream, int pdl);
+Status launch_combine(const CombineParams& cp, int64_t rows, void* stream, int pdl, bool cols);
 #if defined(PACKFA_TRACE)
 // Device buffer of kTraceKernels x kTraceBlocks x kTracePoints x {clock, globaltimer}, set
 // by the tool that reads it (packfa-bench --trace); null: no recording.
@@ -187,6 +187,7 @@ struct Plan {
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
   int pool0 = 0;       // static chunks per split when claims > 0
+  bool split_rounds = false;  // the split count came from the whole-rounds rule (PACKFA_SPLIT_ROUNDS)
   std::string name;
 };
 
@@ -259,22 +260,43 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
   return pick;
 }
 
-// The split kernel's L2 prefetch of each wave's first chunk before its PDL wait (kv_stage.hpp,
-// prefetch_first_chunk); PACKFA_PREFETCH=0 (read once) turns it off, for A/B.
+// The decode-gap switches of 2026-12-02 (bench/NOTES.md, sessions 10 and 11), each read once
+// per process and OFF unless its variable is set to a value other than "" and "0" (e.g. =1):
+// with the three of them on, the default packfa-bench sweep ran 1.09-1.55x slower on the H200
+// (one row kv 4k-32k, batch 16 x 4k), with them off at parity with the kernels before. Kept
+// for A/B (bench/decode_gaps.sh) and tested on (tests/gpu/CMakeLists.txt, *_switches_on).
+bool env_switch(const char* name) {
+  const char* e = std::getenv(name);
+  return e && e[0] != '\0' && e[0] != '0';
+}
+// PACKFA_PREFETCH: the split kernel's L2 prefetch of each wave's first chunk before its PDL
+// wait (kv_stage.hpp, prefetch_first_chunk; contiguous caches without a window, CUDA).
 bool prefetch_first() {
-  static const bool on = [] {
-    const char* e = std::getenv("PACKFA_PREFETCH");
-    return !(e && e[0] == '0');
-  }();
+  static const bool on = env_switch("PACKFA_PREFETCH");
   return on;
 }
-
+// PACKFA_SPLIT_ROUNDS: batches take the split count that fills whole rounds of resident
+// blocks (plan() below); off: ceil(4 x SMs / blocks per split).
 bool split_rounds() {
-  static const bool on = [] {
-    const char* e = std::getenv("PACKFA_SPLIT_ROUNDS");
-    return !(e && e[0] == '0');
-  }();
+  static const bool on = env_switch("PACKFA_SPLIT_ROUNDS");
   return on;
+}
+// PACKFA_COMBINE_COLS: more than kWarpCombineMaxSplits splits merge in fa_combine_col_kernel
+// (a block per row and 64 dims); off: fa_combine_kernel (one block per row). Chosen here and
+// passed to launch_combine, so KernelChoice::combine names the kernel that runs.
+bool combine_cols() {
+  static const bool on = env_switch("PACKFA_COMBINE_COLS");
+  return on;
+}
+// Whether the split kernel of this plan runs the prefetch (KernelChoice::prefetch; the kernel
+// skips it for paged caches, windows and HIP as well).
+bool split_prefetches(const AttnParams& p, const Plan& pl) {
+#if defined(PACKFA_BACKEND_CUDA)
+  constexpr bool cuda = true;
+#else
+  constexpr bool cuda = false;  // fa_packed16.hpp compiles the prefetch for CUDA only
+#endif
+  return cuda && prefetch_first() && !pl.prefill && p.paged.page_size == 0 && p.window <= 0;
 }
 
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
@@ -339,16 +361,17 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   // for ~4 blocks per multiprocessor (one wave of blocks made a 16-sequence batch of mixed
   // lengths 25% slower).
   //
-  // Batches, whole rounds (2026-12-02): ceil(4 x SMs / base) splits left a part-filled last
-  // round of blocks (batch 8 x kv 4k, 8 KV heads: 9 splits = 576 blocks on 264 slots, the third
-  // round 18% full); instead the most splits whose blocks fill at most max(1, 4 / resident)
-  // whole rounds of the resident slots (8 splits: 512 blocks). PACKFA_SPLIT_ROUNDS=0 (read
-  // once): the old rule.
+  // Batches, whole rounds (2026-12-02; PACKFA_SPLIT_ROUNDS=1, off by default: see
+  // split_rounds()): ceil(4 x SMs / base) splits leave a part-filled last round of blocks
+  // (batch 8 x kv 4k, 8 KV heads: 9 splits = 576 blocks on 264 slots, the third round 18%
+  // full); the switch takes the most splits whose blocks fill at most max(1, 4 / resident)
+  // whole rounds of the resident slots (8 splits: 512 blocks).
   const int64_t base_blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
   int splits = std::min(p.num_splits, device::kMaxSplits);
   if (splits <= 0) {
     int64_t want = (4LL * f.sms + base_blocks - 1) / base_blocks;
-    if (p.batch == 1 || split_rounds()) {
+    out->split_rounds = p.batch > 1 && split_rounds();
+    if (p.batch == 1 || out->split_rounds) {
       int per_sm = 0;
       PACKFA_TRY(resident_blocks(inst, device, &per_sm));
       const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
@@ -527,9 +550,10 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                  : pl.splits >= device::kRowCombineMinSplits &&
                          pl.splits <= device::kWarpCombineMaxSplits ? "row_block"
                  : pl.splits <= device::kWarpCombineMaxSplits       ? "wave"
-                 : std::getenv("PACKFA_COMBINE_COLS") && std::getenv("PACKFA_COMBINE_COLS")[0] == '0'
-                     ? "block"
-                     : "col_block";  // kernels/combine.cu: a block per (row, 64 dims)
+                 : combine_cols()                                   ? "col_block"  // a block per (row, 64 dims)
+                                                                    : "block";
+  out->split_rounds = pl.split_rounds;
+  out->prefetch = split_prefetches(p, pl);
   return Status::Ok();
 }
 
@@ -642,7 +666,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
 #if defined(PACKFA_TRACE)
   kp.trace = detail::g_trace;
 #endif
-  kp.prefetch = prefetch_first() ? 1 : 0;
+  kp.prefetch = split_prefetches(p, pl) ? 1 : 0;
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
@@ -668,7 +692,8 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
 #if defined(PACKFA_TRACE)
     if (detail::g_trace) cp.trace = detail::g_trace + device::kTraceBlocks * device::kTracePoints * 2;
 #endif
-    PACKFA_TRY(detail::launch_combine(cp, static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads, stream, p.pdl));
+    PACKFA_TRY(detail::launch_combine(cp, static_cast<int64_t>(p.batch) * p.nq * p.n_q_heads, stream, p.pdl,
+                                         combine_cols()));
   }
   return Status::Ok();
 }

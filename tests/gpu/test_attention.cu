@@ -2,12 +2,14 @@
 // Every case draws fresh random inputs; the output is poisoned first (NaN) so an unwritten
 // element fails; ‖O − ref‖/‖ref‖ ≤ 1e-3 (f16/f32 output; bf16 output 5e-3 for its 8-bit
 // mantissa) and |LSE − ref| ≤ 1e-3 where finite.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "decode_switches.hpp"
 #include "device_problem.hpp"
 #include "packfa/api.hpp"
 #include "packfa/reference.hpp"
@@ -207,13 +209,15 @@ TEST_CASE("ggml V rows at both 16-byte phases", "[attention]") {
 }
 
 // Below 16 splits one wave merges a row (fa_combine_warp_kernel), from 16 to 64 a block of
-// waves that share the splits (fa_combine_row_kernel), above that the generic block kernel;
+// waves that share the splits (fa_combine_row_kernel), above that the generic block kernel
+// (fa_combine_kernel; with PACKFA_COMBINE_COLS=1, as in gpu_test_attention_switches_on,
+// fa_combine_col_kernel);
 // each with a sink and the LSE, at head dims 80 and 128 (one float4 column of O per lane)
 // and 256 (two). The planner rounds a split to a multiple of 32 keys and recounts the splits
 // (dispatch.cu plan()): kv = 256·s − 37 gives a split length of 256 keys for every s here, so
 // exactly s splits run (kv = 4099 turned 16 and 64 into 15 and 43). The split count and the
 // combine kernel that ran are asserted.
-TEST_CASE("combine: wave, row-block and block merge, around the 16- and 64-split edges", "[attention]") {
+TEST_CASE("combine: wave, row-block and block merge, around the 16- and 64-split edges", "[attention][switches]") {
   for (int D : {80, 128, 256}) {
     for (int splits : {2, 15, 16, 17, 64, 65, 100}) {
       ProblemConfig c = base(D, D % 32 == 0 ? VFormat::q8_0 : VFormat::f16, 2, 8, 2, 256 * splits - 37);
@@ -221,13 +225,12 @@ TEST_CASE("combine: wave, row-block and block merge, around the 16- and 64-split
       const Result r = check(c, splits);
       INFO("D=" << D << " splits=" << splits << " ran " << r.kernel);
       CHECK(r.choice.num_splits == splits);
-      const char* wide = std::getenv("PACKFA_COMBINE_COLS") && std::getenv("PACKFA_COMBINE_COLS")[0] == '0' ? "block" : "col_block";
-      CHECK(r.choice.combine == (splits < 16 ? "wave" : splits <= 64 ? "row_block" : wide));
+      CHECK(r.choice.combine == (splits < 16 ? "wave" : splits <= 64 ? "row_block" : wide_combine()));
     }
   }
 }
 
-TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
+TEST_CASE("short, tile-edge and mixed-length sequences", "[attention][switches]") {
   for (int kv : {1, 2, 31, 32, 33, 127, 4099}) {
     ProblemConfig c = base(128, VFormat::q8_0, 1, 8, 2, kv);
     check(c);
@@ -242,6 +245,60 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
   check(c, 7);
 }
 
+// The decode A/B switches (src/dispatch.cu; off by default, all on in
+// gpu_test_attention_switches_on): what KernelChoice reports follows the environment, and
+// the switched paths stay accurate.
+//  - PACKFA_SPLIT_ROUNDS: a planner-chosen batch count. Off: ceil(4 x SMs / blocks per split)
+//    splits (then recounted from the 32-key-rounded split length, as plan() does), i.e. at
+//    least 4 blocks per SM (132 SMs, batch 8 x 8 KV heads: 9 splits = 576 blocks); on: at most
+//    max(1, 4 / resident) whole rounds of resident blocks, at most 4 per SM while an SM holds
+//    up to 4 of them (the 4-row q8_0 class: 2; 8 splits = 512 blocks).
+//  - PACKFA_PREFETCH: contiguous caches without a window, one row and a batch, and a CUDA
+//    graph with PDL (where the prefetch before the wait can overlap the previous launch).
+//  - PACKFA_COMBINE_COLS: the combine test above and a D = 128 / 256 call of > 64 splits here.
+TEST_CASE("decode switches: split rounds, pre-wait prefetch, column combine", "[attention][switches]") {
+  const bool rounds = switch_on("PACKFA_SPLIT_ROUNDS"), prefetch = switch_on("PACKFA_PREFETCH");
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (bool uniform : {true, false}) {
+    ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
+    c.batch = 8;
+    if (!uniform) c.kv_lens = {4096, 1000, 3000, 37, 4096, 2048, 129, 3500};
+    const Result r = check(c);
+    INFO("uniform=" << uniform << " ran " << r.kernel << " sms=" << sms);
+    CHECK(r.choice.split_rounds == rounds);
+    CHECK(r.choice.prefetch == prefetch);
+    const int64_t base_blocks = static_cast<int64_t>(c.batch) * c.n_kv_heads * r.choice.row_groups;
+    if (rounds) {
+      CHECK(r.choice.num_splits * base_blocks <= 4LL * sms);
+    } else {
+      const int64_t want = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (4096 + 127) / 128);
+      const int64_t len = ((4096 + want - 1) / want + 31) / 32 * 32;
+      CHECK(r.choice.num_splits == (4096 + len - 1) / len);
+    }
+  }
+  {  // one sequence: the planner's one-round rule, whatever the switch
+    ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
+    const Result r = check(c);
+    INFO("ran " << r.kernel);
+    CHECK_FALSE(r.choice.split_rounds);
+    CHECK(r.choice.prefetch == prefetch);
+    c.seed = ++g_seed;
+    check(c, 0, 0, 3, true);  // graph, PDL on, three launches
+    c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
+    c.window = 700;  // the block's keys start at the window: no prefetch
+    const Result w = check(c);
+    CHECK_FALSE(w.choice.prefetch);
+  }
+  for (int D : {128, 256}) {  // > 64 splits: the wide combine named by the environment
+    ProblemConfig c = base(D, VFormat::q8_0_planar, 1, 16, 2, 256 * 80 - 37);
+    const Result r = check(c, 80);
+    INFO("D=" << D << " ran " << r.kernel);
+    CHECK(r.choice.num_splits == 80);
+    CHECK(r.choice.combine == std::string(wide_combine()));
+  }
+}
+
 // Splits of >= 16 chunks per wave hand their later chunks out through claim counters
 // (device/chunk_source.hpp) in the instances built for it (FaTraits::kClaims: 4-row class,
 // D <= 128, V not q4_0): a chunk processed twice or never shows in O and LSE. Each case runs
@@ -249,7 +306,7 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention]") {
 // is a CUDA graph on a workspace filled with 0xff. PACKFA_STEAL_STATIC=0 leaves 2 static
 // chunks per wave (most chunks move), 100 none. The q4_0, 16-row and D = 256 cases run the
 // static loop of the same source (their instances compile no counters).
-TEST_CASE("work moves between splits through claim counters", "[attention]") {
+TEST_CASE("work moves between splits through claim counters", "[attention][switches]") {
   // claims: whether the planner gave the call claim counters (KernelChoice::claims); the
   // instances built for it are the 4-row class with D <= 128 and V other than q4_0.
   auto expect = [](const Result& r, bool claims, int splits) {

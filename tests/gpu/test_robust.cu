@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "decode_switches.hpp"
 #include "device_problem.hpp"
 #include "packfa/api.hpp"
 #include "packfa/c_api.h"
@@ -518,6 +519,10 @@ TEST_CASE("8 host threads on 8 streams, own workspaces: bitwise equal to serial 
 // it took, so a planner change that moves a case off its kind fails here instead of silently
 // shrinking what the sanitizers see. The accuracy suite (test_attention) covers the same
 // kinds with many more shapes, too slowly for four sanitizer tools in one device call.
+// The decode A/B switches (decode_switches.hpp; off by default) are asserted as the
+// environment sets them: gpu_test_robust_switches_on runs this subset with all three on
+// (the > 64-split combine then runs fa_combine_col_kernel, the split kernel the pre-wait
+// prefetch, the planner-chosen batch the whole-rounds split count), under the sanitizers too.
 TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
   struct Kind {
     const char* what;
@@ -525,7 +530,7 @@ TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
     int splits;          // num_splits asked for (0: the planner's)
     int rows;            // rows_per_block expected
     int mma;             // mma_qk expected (0/1)
-    const char* combine; // combine kernel expected
+    const char* combine; // combine kernel expected (null: not asserted)
     int claims;          // claim counters expected (0/1)
   };
   std::vector<Kind> kinds;
@@ -568,8 +573,12 @@ TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
   for (int splits : {16, 65}) {  // kv = 256 s - 37: exactly s splits (see test_attention)
     c = base(80, VFormat::f16, 1, 8, 2, 256 * splits - 37);
     c.sinks = true;
-    add(splits == 16 ? "combine: row block" : "combine: block", c, splits, 4, 1, splits == 16 ? "row_block" : "col_block", 0);
+    add(splits == 16 ? "combine: row block" : "combine: block", c, splits, 4, 1, splits == 16 ? "row_block" : wide_combine(), 0);
   }
+  c = base(128, VFormat::q8_0, 1, 8, 2, 3000);  // the planner's split count for a batch
+  c.batch = 4;
+  c.kv_lens = {3000, 700, 2100, 64};
+  add("planner-chosen splits, varlen batch", c, 0, 4, 1, nullptr, 0);
   for (int kv : {1, 33}) {  // tile edges: one key, one past a 32-key chunk
     c = base(128, VFormat::q8_0, 1, 8, 2, kv);
     add(kv == 1 ? "one key" : "33 keys", c, 1, 4, 1, "none", 0);
@@ -594,8 +603,10 @@ TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
                 << got.mma_qk << " combine " << got.combine << " claims " << got.claims);
     CHECK(got.rows_per_block == k.rows);
     CHECK(got.mma_qk == (k.mma != 0));
-    CHECK(got.combine == k.combine);
+    if (k.combine) CHECK(got.combine == k.combine);
     CHECK(got.claims == (k.claims != 0));
+    CHECK(got.split_rounds == (k.splits == 0 && k.cfg.batch > 1 && switch_on("PACKFA_SPLIT_ROUNDS")));
+    CHECK(got.prefetch == (k.cfg.window <= 0 && switch_on("PACKFA_PREFETCH")));
     if (k.splits > 0) CHECK(got.num_splits == k.splits);
     check_ref(hp.params, k.cfg, download_out(dp.params, hp));
   }
