@@ -5,8 +5,9 @@
 // base + seq·b + slot·j + head·h. Paged caches (api.hpp PagedKV): key j of sequence b is slot
 // j % page_size of page block_table[b][j / page_size], at base + seq·page + slot·(j % page_size)
 // + head·h (seq is then the page stride). The attention kernel stages 32-key chunks that start
-// at multiples of 32 keys, so with pages of >= 32 keys a chunk lies in one page and with pages
-// of 16 it lies in two: a chunk is at most two runs of rows `slot` bytes apart (KvRuns).
+// at multiples of 32 keys and pages hold 16, 32, .. 256 keys, so each half of a chunk (rows
+// 0-15, rows 16-31) lies in one page: pages >= 32 hold the whole chunk, pages of 16 one half
+// each (KvChunk).
 #pragma once
 
 #include <cstdint>
@@ -15,14 +16,24 @@
 
 namespace packfa::device {
 
-// Where one chunk's keys [key0, key0 + n) live: run 0 holds keys key0 .. key0 + split - 1,
-// run 1 the rest (split == n: one run). page[r]: the run's page id (contiguous: 0); slot0[r]:
-// the slot of its first key within the page (contiguous: the key index itself). Offsets are
+// Where one chunk's keys [key0, key0 + n) live (key0 a multiple of 32, 0 < n <= 32): the
+// page and first slot of each half (rows 0-15, rows 16-31: one page each), and the page and
+// slot of the lane's own key (its scale rows; lanes >= n take key0 + n - 1). Offsets are
 // relative to the plane's (sequence, KV head) base.
-struct KvRuns {
-  int split;
-  int64_t page[2];
-  int slot0[2];
+struct KvChunk {
+  int page[2], slot[2];        // half h: rows 16h .. 16h + 15 are slots slot[h] .. of page[h]
+  int page_lane, slot_lane;    // this lane's key
+  // Byte offsets in a plane of strides {seq, slot}: half h's page (its rows are slots slot[h]..
+  // of it), the lane's key. Page ids and slots are >= 0: unsigned widening multiplies (two
+  // instructions each on sm_90); the low 64 bits are those of the signed product for any
+  // stride sign.
+  PACKFA_DEV static int64_t mul(int v, int64_t stride) {
+    return static_cast<int64_t>(static_cast<uint64_t>(static_cast<uint32_t>(v)) * static_cast<uint64_t>(stride));
+  }
+  PACKFA_DEV int64_t page_off(int h, int64_t seq) const { return mul(h ? page[1] : page[0], seq); }
+  PACKFA_DEV int64_t lane(int64_t seq, int64_t slot_stride) const {
+    return mul(page_lane, seq) + mul(slot_lane, slot_stride);
+  }
 };
 
 // The view of one (sequence, KV head): its row of the block table, or none (contiguous).
@@ -40,24 +51,28 @@ struct KvView {
     if (errors && arch::lane_id() == 0) atomicAdd(errors + 2, 1);
     return 0;
   }
-  // Keys [key0, key0 + n), key0 a multiple of 32 (n <= 32).
-  PACKFA_DEV KvRuns runs(int key0, int n) const {
-    KvRuns r;
-    if (!table) {
-      r.split = n;
-      r.page[0] = r.page[1] = 0;
-      r.slot0[0] = r.slot0[1] = key0;
-      return r;
-    }
+  // The pages of chunk [key0, key0 + n) (paged views only): one table read per lane (lane l
+  // reads the entry of key key0 + min(l, n - 1), so only the chunk's own entries: one or two
+  // words, a broadcast), the halves' pages from lanes 0 and 16 by shuffles. A bad id reads
+  // page 0 and is counted once per chunk and page it names, by the chunk's first lane in that
+  // page (lane 0; lane 16 too with pages of 16) -- the counts of page_of per page.
+  PACKFA_DEV KvChunk chunk(int key0, int n) const {
+    const int lane = arch::lane_id();
     const int mask = (1 << page_shift) - 1;
-    const int in0 = key0 & mask;
-    const int first = (mask + 1) - in0;  // keys left in key0's page
-    r.split = n < first ? n : first;
-    r.page[0] = page_of(key0);
-    r.slot0[0] = in0;
-    r.page[1] = r.split < n ? page_of(key0 + r.split) : r.page[0];
-    r.slot0[1] = 0;
-    return r;
+    const int key = key0 + min(lane, n - 1);
+    const int id = table[key >> page_shift];
+    KvChunk c;
+    c.page_lane = id;
+    if (static_cast<unsigned>(id) >= static_cast<unsigned>(num_pages)) {  // out of contract: rare
+      c.page_lane = 0;
+      if (errors && lane < n && (lane == 0 || (key & mask) == 0)) atomicAdd(errors + 2, 1);
+    }
+    c.slot_lane = key & mask;
+    c.page[0] = arch::shfl(c.page_lane, 0);
+    c.page[1] = arch::shfl(c.page_lane, 16);
+    c.slot[0] = key0 & mask;
+    c.slot[1] = (key0 + 16) & mask;
+    return c;
   }
 };
 

@@ -18,51 +18,70 @@ namespace packfa::device {
 // Copy `nrows` (<= kFaChunk) rows of ROW_BYTES from global (row stride in bytes) into shared
 // (PITCH), W bytes per copy. stage_lanes() lanes share a row (each takes every kLanes-th
 // piece): every copy has a compile-time offset from one per-lane pointer, so a copy costs
-// about one instruction.
-template <int ROW_BYTES, int PITCH, int W>
-PACKFA_DEV void stage_rows_w(char* smem, const char* g, int64_t stride, int nrows) {
+// about one instruction. Row 0 is row `s` of g (contiguous: s = 0, g the chunk's first row).
+// HALVES (paged chunks, kv_view.hpp KvChunk): rows 16-31 are rows s16.. of g16 (their own
+// page, or the same page 16 rows on); a pass holds rows of one half (kRows divides 16), so
+// which pointer a pass reads is known at compile time, and a half's lane pointer costs one
+// multiply more than the contiguous one ((s + r)·stride).
+template <int ROW_BYTES, int PITCH, int W, bool HALVES = false>
+PACKFA_DEV void stage_rows_w(char* smem, const char* g, int s, const char* g16, int s16, int64_t stride, int nrows) {
   static_assert(ROW_BYTES % W == 0, "row bytes must be a multiple of the copy width");
   constexpr int kPer = ROW_BYTES / W;           // pieces per row
   constexpr int kLanes = stage_lanes(kPer);     // lanes per row
   constexpr int kRows = arch::kWaveSize / kLanes;  // rows per pass
   constexpr int kM = (kPer + kLanes - 1) / kLanes;  // pieces per lane and row
+  constexpr int kHalf = kFaChunk / 2;
+  static_assert(!HALVES || kHalf % kRows == 0, "a pass must hold rows of one half of the chunk");
   const int lane = arch::lane_id();
   const int j = lane % kLanes, r = lane / kLanes;
-  const char* src = g + r * stride + j * W;
+  const char* src;
+  const char* src16 = nullptr;
+  if constexpr (HALVES) {
+    src = g + KvChunk::mul(s + r, stride) + j * W;
+    src16 = g16 + KvChunk::mul(s16 + r, stride) + j * W;
+  } else {
+    src = g + r * stride + j * W;
+  }
   char* dst = smem + r * PITCH + j * W;
   const int64_t pass_stride = kRows * stride;
   PACKFA_UNROLL
   for (int pass = 0; pass < kFaChunk / kRows; ++pass) {
+    const bool hi = HALVES && pass * kRows >= kHalf;  // compile-time after unrolling
     if (r + pass * kRows < nrows) {
       PACKFA_UNROLL
       for (int m = 0; m < kM; ++m) {
         if (kPer % kLanes == 0 || j + m * kLanes < kPer) {
           char* d = dst + pass * kRows * PITCH + m * kLanes * W;
-          const char* s = src + m * kLanes * W;
+          const char* sp = (hi ? src16 : src) + m * kLanes * W;
           if constexpr (W == 2) {
-            *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(s);
+            *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(sp);
           } else {
-            arch::copy_async<W>(d, s);
+            arch::copy_async<W>(d, sp);
           }
         }
       }
     }
-    src += pass_stride;
+    if (hi) {
+      src16 += pass_stride;
+    } else {
+      src += pass_stride;
+    }
   }
 }
 // The widest copies the plane's alignment (`width` bytes, from the dispatcher) allows.
-template <int ROW_BYTES, int PITCH>
-PACKFA_DEV void stage_rows(char* smem, const char* g, int64_t stride, int nrows, int width) {
+template <int ROW_BYTES, int PITCH, bool HALVES = false>
+PACKFA_DEV void stage_rows(char* smem, const char* g, int s, const char* g16, int s16, int64_t stride, int nrows,
+                           int width) {
   if constexpr (ROW_BYTES % 16 == 0) {
-    if (width >= 16) return stage_rows_w<ROW_BYTES, PITCH, 16>(smem, g, stride, nrows);
+    if (width >= 16) return stage_rows_w<ROW_BYTES, PITCH, 16, HALVES>(smem, g, s, g16, s16, stride, nrows);
   }
   if constexpr (ROW_BYTES % 8 == 0) {
-    if (width >= 8) return stage_rows_w<ROW_BYTES, PITCH, 8>(smem, g, stride, nrows);
+    if (width >= 8) return stage_rows_w<ROW_BYTES, PITCH, 8, HALVES>(smem, g, s, g16, s16, stride, nrows);
   }
   if constexpr (ROW_BYTES % 4 == 0) {
-    if (width >= 4) return stage_rows_w<ROW_BYTES, PITCH, 4>(smem, g, stride, nrows);
+    if (width >= 4) return stage_rows_w<ROW_BYTES, PITCH, 4, HALVES>(smem, g, s, g16, s16, stride, nrows);
   }
-  stage_rows_w<ROW_BYTES, PITCH, 2>(smem, g, stride, nrows);
+  stage_rows_w<ROW_BYTES, PITCH, 2, HALVES>(smem, g, s, g16, s16, stride, nrows);
 }
 
 // BYTES of one row in W-byte copies.
@@ -129,14 +148,15 @@ struct ChunkStager {
     return ChunkStager{p, ws, b, lo, hi, p.k_block == 16, kbase, ksbase, vbase, vsbase};
   }
 
-  // Rows [r0, r0 + nr) of a chunk: K and V rows from krow / vrow (row r0's address, rows one
-  // slot stride apart), the scale rows of lanes r0 .. r0 + nr - 1 (each its own key) from
-  // ksrow / vsrow. A contiguous chunk is one such run (r0 = 0, folded); a paged one one or two.
-  PACKFA_DEV_STAGE void run(const StageSmem& st, int r0, int nr, const char* krow, const char* vrow, const char* ksrow,
-                      const char* vsrow) const {
+  // The chunk's rows [0, n): K and V rows from rows s.. of krow / vrow (rows one slot stride
+  // apart; HALVES: rows 16-31 from rows s16.. of krow16 / vrow16), the scale rows of lanes
+  // 0 .. n - 1 (each its own key) from ksrow / vsrow.
+  template <bool HALVES>
+  PACKFA_DEV_STAGE void rows(const StageSmem& st, int n, const char* krow, const char* vrow, int s, const char* krow16,
+                             const char* vrow16, int s16, const char* ksrow, const char* vsrow) const {
     const int lane = arch::lane_id();
-    const bool mine = lane >= r0 && lane < r0 + nr;
-    stage_rows<T::kKRowBytes, T::kKPitch>(st.k + r0 * T::kKPitch, krow, p.k_slot, nr, 16);
+    const bool mine = lane < n;
+    stage_rows<T::kKRowBytes, T::kKPitch, HALVES>(st.k, krow, s, krow16, s16, p.k_slot, n, 16);
     if constexpr (T::kQK != QKMode::f16) {
       // each lane copies its own key's scale row (2·D/B bytes)
       if (mine) {
@@ -148,35 +168,31 @@ struct ChunkStager {
         }
       }
     }
-    stage_rows<T::kVRowBytes, T::kVPitch>(st.v + r0 * T::kVPitch, vrow, p.v_slot, nr, p.v_width);
+    stage_rows<T::kVRowBytes, T::kVPitch, HALVES>(st.v, vrow, s, vrow16, s16, p.v_slot, n, p.v_width);
     if constexpr (T::kVF == VFormat::q8_0_planar) {  // each lane its own key's scale row
       if (mine) stage_scale_row<2 * T::kD / 32>(st.vs + lane * T::kVScalePitch, vsrow, p.vs_width);
     }
   }
-  // Chunk `chunk` of the group into stage `stage`: its runs of rows (kv_view.hpp), one from
-  // slot key0, or one per page it touches.
+  // Chunk `chunk` of the group into stage `stage`: rows from slot key0 on, or (paged) from the
+  // two halves' pages, each lane's scale rows from its own key's page (kv_view.hpp KvChunk).
+  // One sweep of copies either way: the paged chunk runs the contiguous copy code with one
+  // more pointer per plane, not a loop over runs of rows (session 11, bench/NOTES.md).
   PACKFA_DEV_STAGE void stage(int chunk, int stage) const {
     const int lane = arch::lane_id();
     const int key0 = lo + chunk * T::kChunk;
     const int n = min(T::kChunk, hi - key0);
     const StageSmem st = ws.stage(stage);
     if constexpr (!PAGED) {
-      run(st, 0, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot,
-          ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot, vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
-    } else {  // two runs at most; the view is built here, so nothing of it stays live in the loop
+      rows<false>(st, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot, 0,
+                  nullptr, nullptr, 0, ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot,
+                  vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
+    } else {  // the view is built here, so nothing of it stays live in the loop
       const KvView view{p.block_table + static_cast<int64_t>(b) * p.table_stride, 31 - __clz(p.page_size),
                         p.num_pages, p.errors};
-      const KvRuns ru = view.runs(key0, n);
-#pragma unroll 1
-      for (int r = 0; r < (ru.split < n ? 2 : 1); ++r) {
-        const int r0 = r ? ru.split : 0, nr = r ? n - ru.split : ru.split;
-        const int64_t pg = r ? ru.page[1] : ru.page[0];  // selects: an indexed array would go to the stack
-        const int s0 = r ? 0 : ru.slot0[0];
-        run(st, r0, nr, kbase + pg * p.k_seq + static_cast<int64_t>(s0) * p.k_slot,
-            vbase + pg * p.v_seq + static_cast<int64_t>(s0) * p.v_slot,
-            ksbase + pg * p.ks_seq + static_cast<int64_t>(s0 - r0 + lane) * p.ks_slot,
-            vsbase + pg * p.vs_seq + static_cast<int64_t>(s0 - r0 + lane) * p.vs_slot);
-      }
+      const KvChunk c = view.chunk(key0, n);
+      rows<true>(st, n, kbase + c.page_off(0, p.k_seq), vbase + c.page_off(0, p.v_seq), c.slot[0],
+                 kbase + c.page_off(1, p.k_seq), vbase + c.page_off(1, p.v_seq), c.slot[1],
+                 ksbase + c.lane(p.ks_seq, p.ks_slot), vsbase + c.lane(p.vs_seq, p.vs_slot));
     }
     arch::copy_async_commit();
   }
