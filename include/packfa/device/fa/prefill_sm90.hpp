@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   extern __shared__ __align__(1024) char smem[];
   int* s_pos = reinterpret_cast<int*>(smem + L::kPos);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::kBars);  // fp16 slot s widened (kProducers arrivals)
-  uint64_t* empty = full + kS;                                     // fp16 slot s read (one arrival a consumer warp)
+  uint64_t* empty = full + kS;                                     // fp16 slot s read (kConsumers arrivals)
 
   // the warpgroup index through a shuffle: warp-uniform to the compiler, so descriptors and
   // offsets derived from it live in uniform registers
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   int first[2] = {0, 0}, end[2] = {0, 0};
   if (tid == 0) {
     s_pos[0] = 0x7fffffff, s_pos[1] = -0x7fffffff;
-    for (int s = 0; s < kS; ++s) hopper::mbar_init(full + s, L::kProducers), hopper::mbar_init(empty + s, L::kConsumers / 32);
+    for (int s = 0; s < kS; ++s) hopper::mbar_init(full + s, L::kProducers), hopper::mbar_init(empty + s, L::kConsumers);
   }
   __syncthreads();
   if (cw >= 0) {
@@ -411,8 +411,11 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) hold(o[i]);
-    __syncwarp();
-    if (lane == 0) hopper::mbar_arrive(empty + t % kS);  // this warp is done with slot t % kS
+    // every consumer thread arrives after its own reads of the slot (its K scales): a release
+    // per reading thread, so the producer's next writes to the slot are ordered after each
+    // read without relying on a warp barrier (compute-sanitizer racecheck flagged the
+    // lane-0-only arrival of each warp, session 11)
+    hopper::mbar_arrive(empty + t % kS);
   }
 
   pdl::launch_dependents();
