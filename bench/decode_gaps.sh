@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A/B of the issue-18 decode-gap switches (bench/NOTES.md, sessions 10 and 11) in one binary.
-# Each switch is an environment variable read once per process, OFF by default since session
-# 11 (=1 turns it on), so old and new run alternately in one lease:
-#   PACKFA_PREFETCH=1      L2 prefetch of each wave's first chunk before the PDL wait
-#   PACKFA_SPLIT_ROUNDS=1  batches: the split count that fills whole rounds of resident blocks
-#   PACKFA_COMBINE_COLS=1  > 64 splits: fa_combine_col_kernel (a block per row and 64 dims)
+# Each switch is an environment variable read once per process ("0" off, other values on), so
+# old and new run alternately in one lease; defaults since session 12 (bisected by part 0):
+#   PACKFA_PREFETCH=1      (off by default) L2 prefetch of each wave's first chunk before the PDL wait
+#   PACKFA_SPLIT_ROUNDS=1  (off by default) batches: the split count that fills whole rounds of resident blocks
+#   PACKFA_COMBINE_COLS=0  (on by default) > 64 splits: fa_combine_kernel instead of fa_combine_col_kernel
 # fp16-Q on tensor cores and the length count after the first copies are not switches (build
 # options PACKFA_NO_F16Q_MMA / PACKFA_LEN_COUNT_EARLY restore the old code).
 #
@@ -16,7 +16,7 @@
 set -uo pipefail
 B="${B:-build-gpu/bench/packfa-bench}"
 ROUNDS="${1:-2}"
-run() {  # run LABEL [ENV=VALUE...] -- ARGS...   (no ENV: the defaults, every switch off)
+run() {  # run LABEL [ENV=VALUE...] -- ARGS...   (no ENV: the defaults)
   local label="$1"; shift
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
@@ -24,7 +24,7 @@ run() {  # run LABEL [ENV=VALUE...] -- ARGS...   (no ENV: the defaults, every sw
   printf '%-40s ' "$label"
   env ${envs[@]+"${envs[@]}"} "$B" --no-baseline --reps 60 "$@" </dev/null 2>&1 | grep -E '^[0-9]+ ' | head -1
 }
-ALL="PACKFA_PREFETCH=1 PACKFA_SPLIT_ROUNDS=1 PACKFA_COMBINE_COLS=1"
+ALL="PACKFA_PREFETCH=1 PACKFA_SPLIT_ROUNDS=1 PACKFA_COMBINE_COLS=0"
 for r in $(seq 1 "$ROUNDS"); do
   echo "# round $r"
   # 0. the default-sweep cases that ran 1.09-1.55x slower with the three switches on (session
@@ -34,7 +34,7 @@ for r in $(seq 1 "$ROUNDS"); do
     run "$what all3" $ALL -- $args
     run "$what prefetch=1" PACKFA_PREFETCH=1 -- $args
     run "$what rounds=1" PACKFA_SPLIT_ROUNDS=1 -- $args
-    run "$what cols=1" PACKFA_COMBINE_COLS=1 -- $args
+    run "$what cols=0" PACKFA_COMBINE_COLS=0 -- $args
   done <<'EOF'
 kv4k-1row-q8_0_planar --kv 4096 --heads 32 --kv-heads 8 --v q8_0_planar
 kv4k-1row-q8_0 --kv 4096 --heads 32 --kv-heads 8 --v q8_0
@@ -44,14 +44,14 @@ nq4-b16x32k-q4_0 --kv 32768 --heads 32 --kv-heads 8 --batch 16 --nq 4 --v q4_0
 EOF
   # 1. D 256, 16/2 heads, kv 32k: column combine vs the one-block-per-row combine, split counts
   for v in q8_0 q8_0_planar; do
-    run "d256 16/2 32k $v cols=1" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --v $v
+    run "d256 16/2 32k $v cols=0" PACKFA_COMBINE_COLS=0 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --v $v
     run "d256 16/2 32k $v default" -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --v $v
   done
   for s in 64 128 256; do
-    run "d256 16/2 32k q8_0 splits=$s cols=1" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --splits $s
+    run "d256 16/2 32k q8_0 splits=$s cols=0" PACKFA_COMBINE_COLS=0 -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --splits $s
     run "d256 16/2 32k q8_0 splits=$s default" -- --d 256 --heads 16 --kv-heads 2 --kv 32768 --splits $s
   done
-  run "d256 24/4 128k cols=1" PACKFA_COMBINE_COLS=1 -- --d 256 --heads 24 --kv-heads 4 --kv 131072
+  run "d256 24/4 128k cols=0" PACKFA_COMBINE_COLS=0 -- --d 256 --heads 24 --kv-heads 4 --kv 131072
   run "d256 24/4 128k default" -- --d 256 --heads 24 --kv-heads 4 --kv 131072
   # 2. short sequences: batch split rounds; the pre-wait prefetch (no gain expected here: the
   #    spin kernel in front of each call does not trigger its dependents early)

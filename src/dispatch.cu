@@ -260,14 +260,16 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
   return pick;
 }
 
-// The decode-gap switches of 2026-12-02 (bench/NOTES.md, sessions 10 and 11), each read once
-// per process and OFF unless its variable is set to a value other than "" and "0" (e.g. =1):
-// with the three of them on, the default packfa-bench sweep ran 1.09-1.55x slower on the H200
-// (one row kv 4k-32k, batch 16 x 4k), with them off at parity with the kernels before. Kept
-// for A/B (bench/decode_gaps.sh) and tested on (tests/gpu/CMakeLists.txt, *_switches_on).
-bool env_switch(const char* name) {
+// The decode-gap switches of 2026-12-02 (bench/NOTES.md, sessions 10-12), each read once per
+// process: unset (or empty) gives the default, "0" turns it off, any other value on. Bisected
+// on the H200 (session 12, bench/decode_gaps.sh): the prefetch slows one-row decode (kv 4k
+// 8.9 -> 11.8 us), whole split rounds help uniform batches and slow varied ones, so both
+// default off; the column combine speeds up > 64 splits (D 256 16/2 32k 697 -> 830 GB/s), so
+// it defaults on. Kept for A/B and tested flipped (tests/gpu/CMakeLists.txt, *_switches_on).
+bool env_switch(const char* name, bool dflt = false) {
   const char* e = std::getenv(name);
-  return e && e[0] != '\0' && e[0] != '0';
+  if (!e || e[0] == '\0') return dflt;
+  return e[0] != '0';
 }
 // PACKFA_PREFETCH: the split kernel's L2 prefetch of each wave's first chunk before its PDL
 // wait (kv_stage.hpp, prefetch_first_chunk; contiguous caches without a window, CUDA).
@@ -281,11 +283,11 @@ bool split_rounds() {
   static const bool on = env_switch("PACKFA_SPLIT_ROUNDS");
   return on;
 }
-// PACKFA_COMBINE_COLS: more than kWarpCombineMaxSplits splits merge in fa_combine_col_kernel
-// (a block per row and 64 dims); off: fa_combine_kernel (one block per row). Chosen here and
-// passed to launch_combine, so KernelChoice::combine names the kernel that runs.
+// PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
+// fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
+// row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
 bool combine_cols() {
-  static const bool on = env_switch("PACKFA_COMBINE_COLS");
+  static const bool on = env_switch("PACKFA_COMBINE_COLS", true);
   return on;
 }
 // Whether the split kernel of this plan runs the prefetch (KernelChoice::prefetch; the kernel
@@ -399,10 +401,21 @@ size_t workspace_for(const AttnParams& p, const Plan& pl) {
   return claim_bytes(pl) + rows * (static_cast<size_t>(p.head_dim) + 2) * sizeof(float) + 256;
 }
 
-// Grow-only per-device scratch used when the caller passes no workspace.
+// Grow-only per-device scratch used when the caller passes no workspace; freed at exit (a
+// leak checker then sees every allocation returned; errors there are ignored: the runtime
+// may already be unloading).
+struct WorkspaceCache {
+  std::mutex mu;
+  std::vector<std::pair<void*, size_t>> bufs;
+  ~WorkspaceCache() {
+    for (auto& b : bufs)
+      if (b.first) (void)GPU(Free)(b.first);
+  }
+};
 Status internal_workspace(int device, size_t bytes, void* stream, void** out) {
-  static std::mutex mu;
-  static std::vector<std::pair<void*, size_t>> bufs;
+  static WorkspaceCache cache;
+  auto& mu = cache.mu;
+  auto& bufs = cache.bufs;
   std::lock_guard<std::mutex> lock(mu);
   if (static_cast<int>(bufs.size()) <= device) bufs.resize(device + 1, {nullptr, 0});
   auto& b = bufs[device];

@@ -47,8 +47,10 @@ struct ChunkSource {
   // The wave's first chunk (-1: none); static, no memory round trip.
   PACKFA_DEV int first(const ChunkGroup& facts, int wave, ChunkGroup* smem) {
     g = smem;
-    *g = facts;
-    g->src = -1;
+    if (arch::lane_id() == 0) {  // one writer, then a wave barrier: no lane reads a half-written copy
+      *g = facts;
+      g->src = -1;
+    }
     const int own = facts.split * facts.per_split;
     const bool dyn = kDynamic && facts.claims;
     const int n = dyn ? min(facts.pool0, facts.count(facts.split)) : facts.count(facts.split);
@@ -88,9 +90,12 @@ struct ChunkSource {
     static_end = -0x7fffffff;
     int s = g->src;
     if (s == -1 && g->claims) s = g->split;  // static part done: the own pool first
-    arch::sync_wave();
-    g->src = s;
-    if (s >= 0 && arch::lane_id() == 0) pend = atomicAdd(g->claims + s * kClaimStride, 1u);
+    arch::sync_wave();  // every lane has read src
+    if (arch::lane_id() == 0) {
+      g->src = s;
+      if (s >= 0) pend = atomicAdd(g->claims + s * kClaimStride, 1u);
+    }
+    arch::sync_wave();  // src written before any lane reads it (slow_resolve)
   }
   PACKFA_DEV int slow_resolve() {
     const int s = g->src;
@@ -118,8 +123,9 @@ struct ChunkSource {
       PACKFA_UNROLL
       for (int m = arch::kWaveSize / 2; m > 0; m >>= 1) key = max(key, arch::shfl_xor(key, m));
       arch::sync_wave();
-      if (key < 0) {
-        g->src = -2;
+      if (key < 0) {  // wave-uniform branches (key and j are shuffled from one lane)
+        if (lane == 0) g->src = -2;
+        arch::sync_wave();
         return -1;
       }
       int v = split + 31 - (key & 31);
@@ -128,7 +134,8 @@ struct ChunkSource {
       if (lane == 0) c = atomicAdd(g->claims + v * kClaimStride, 1u);
       const int j = pool0 + arch::shfl(static_cast<int>(c), 0);
       if (j < g->count(v)) {
-        g->src = v;
+        if (lane == 0) g->src = v;
+        arch::sync_wave();
         return v * g->per_split + j;
       }
     }

@@ -337,9 +337,9 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
 // Every block forms M, L and the weights of its row (S (max, sum) pairs: 8 bytes a split, cheap
 // next to its S x 256 bytes of O); thread group grp sums splits grp, grp + G, ... of its
 // column with kColCombineBatch loads in flight, one barrier reduces the G groups. The first
-// batch is issued before the weights. Runs only with PACKFA_COMBINE_COLS=1 (read once,
-// src/dispatch.cu); the default is fa_combine_kernel (session 10: slower sweep with the
-// decode switches on, bench/NOTES.md session 11).
+// batch is issued before the weights. The default for > 64 splits (PACKFA_COMBINE_COLS=0
+// restores fa_combine_kernel; read once, src/dispatch.cu): D 256, 16/2 heads, kv 32k, 256
+// splits 697 -> 830 GB/s on the H200 (bench/NOTES.md session 12).
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kColCombineThreads, 1) fa_combine_col_kernel(const CombineParams p) {
   constexpr int kC = kColCombineCols, kG = kColCombineThreads / kC, kB = kColCombineBatch;
   constexpr int kWaves = kColCombineThreads / arch::kWaveSize;
