@@ -260,8 +260,8 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
   return pick;
 }
 
-// The decode-gap switches of 2026-12-02 (bench/NOTES.md, sessions 10-12), each read once per
-// process: unset (or empty) gives the default, "0" turns it off, any other value on. Bisected
+// The decode-gap switches (decision "decode-switch-defaults", bench/NOTES.md), each read once
+// per process: unset (or empty) gives the default, "0" turns it off, any other value on. Bisected
 // on the H200 (session 12, bench/decode_gaps.sh): the prefetch slows one-row decode (kv 4k
 // 8.9 -> 11.8 us), whole split rounds help uniform batches and slow varied ones, so both
 // default off; the column combine speeds up > 64 splits (D 256 16/2 32k 697 -> 830 GB/s), so
