@@ -61,6 +61,40 @@ PACKFA_DEV SplitWeights split_weights(const CombineParams& p, int h,
   return r;
 }
 
+// The same for the block combine kernels (a block per row, kThreads threads, any split count):
+// the weights go to w[S] (unnormalised until L is known), `red` holds one float a wave; the
+// caller's first barrier after this may reuse neither before it is passed.
+template <int kThreads>
+PACKFA_DEV SoftmaxState block_split_weights(const float* ml, int S, const float* sinks, int h, float* w, float* red) {
+  constexpr int kWaves = kThreads / arch::kWaveSize;
+  const int tid = threadIdx.x, lane = arch::lane_id(), wave = tid / arch::kWaveSize;
+  // M = max over splits (and the sink)
+  float m = kNegInf;
+  for (int s = tid; s < S; s += kThreads) m = fmaxf(m, ml[2 * s]);
+  m = arch::group_max(m);
+  if (lane == 0) red[wave] = m;
+  __syncthreads();
+  SoftmaxState st;
+  st.m = sink_log2(sinks, h);
+  PACKFA_UNROLL
+  for (int k = 0; k < kWaves; ++k) st.m = fmaxf(st.m, red[k]);
+  __syncthreads();
+  // L = Σ l_s 2^(m_s − M) (+ sink)
+  float l = 0.0f;
+  for (int s = tid; s < S; s += kThreads) {
+    const float f = st.weight(ml[2 * s]);
+    w[s] = f;
+    l += f * ml[2 * s + 1];
+  }
+  l = arch::group_sum(l);
+  if (lane == 0) red[wave] = l;
+  __syncthreads();
+  st.l = (sinks && st.m != kNegInf) ? arch::exp2_fast(sinks[h] * kLog2e - st.m) : 0.0f;
+  PACKFA_UNROLL
+  for (int k = 0; k < kWaves; ++k) st.l += red[k];
+  return st;
+}
+
 // Fewer than kRowCombineMinSplits splits (batches of short splits): one wave per (sequence,
 // query row, q head), no block barriers. Lane s holds split s's (max, sum) (and s + 32), so
 // the max, the weights and L are two wave reductions; each lane owns float4 columns of O and
@@ -251,8 +285,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
   const CombineRow cr = combine_row(p, row);
   const int h = cr.h, i = cr.i, b = cr.b;
   const int S = p.num_splits;
-  const int tid = threadIdx.x, lane = arch::lane_id(), wave = tid / arch::kWaveSize;
-  constexpr int kWaves = kCombineThreads / arch::kWaveSize;
+  const int tid = threadIdx.x;
 
   pdl::wait();  // partials come from the split kernel
   pdl::launch_dependents();
@@ -271,31 +304,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
     early[k] = (grp < groups && s < S) ? po[static_cast<int64_t>(s) * cols] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 
-  const float* ml = p.part_ml + row * S * 2;
-  // M = max over splits (and the sink)
-  float m = kNegInf;
-  for (int s = tid; s < S; s += kCombineThreads) m = fmaxf(m, ml[2 * s]);
-  m = arch::group_max(m);
-  if (lane == 0) red[wave] = m;
-  __syncthreads();
-  SoftmaxState st;
-  st.m = sink_log2(p.sinks, h);
-#pragma unroll
-  for (int k = 0; k < kWaves; ++k) st.m = fmaxf(st.m, red[k]);
-  __syncthreads();
-  // L = Σ l_s 2^(m_s − M) (+ sink); weights kept unnormalised until L is known
-  float l = 0.0f;
-  for (int s = tid; s < S; s += kCombineThreads) {
-    const float f = st.weight(ml[2 * s]);
-    w[s] = f;
-    l += f * ml[2 * s + 1];
-  }
-  l = arch::group_sum(l);
-  if (lane == 0) red[wave] = l;
-  __syncthreads();
-  st.l = (p.sinks && st.m != kNegInf) ? arch::exp2_fast(p.sinks[h] * kLog2e - st.m) : 0.0f;
-#pragma unroll
-  for (int k = 0; k < kWaves; ++k) st.l += red[k];
+  const SoftmaxState st = block_split_weights<kCombineThreads>(p.part_ml + row * S * 2, S, p.sinks, h, w, red);
   const float inv = st.inv_sum();
 
   // O: D/4 float4 columns x `groups` split subsets (first kBatch splits of each subset already loaded)
@@ -351,7 +360,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kColCombineThreads, 1) fa_combine_col_ke
   const int cb = static_cast<int>(blockIdx.x - row * col_blocks);
   const CombineRow cr = combine_row(p, row);
   const int S = p.num_splits;
-  const int tid = threadIdx.x, lane = arch::lane_id(), wave = tid / arch::kWaveSize;
+  const int tid = threadIdx.x;
   const int col = cb * kC + tid % kC, grp = tid / kC;
   const bool live = col < cols;
 
@@ -369,29 +378,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kColCombineThreads, 1) fa_combine_col_ke
   };
   load(grp);
 
-  const float* ml = p.part_ml + row * S * 2;
-  float m = kNegInf;
-  for (int s = tid; s < S; s += kColCombineThreads) m = fmaxf(m, ml[2 * s]);
-  m = arch::group_max(m);
-  if (lane == 0) red[wave] = m;
-  __syncthreads();
-  SoftmaxState st;
-  st.m = sink_log2(p.sinks, cr.h);
-  PACKFA_UNROLL
-  for (int k = 0; k < kWaves; ++k) st.m = fmaxf(st.m, red[k]);
-  __syncthreads();
-  float l = 0.0f;
-  for (int s = tid; s < S; s += kColCombineThreads) {
-    const float f = st.weight(ml[2 * s]);
-    w[s] = f;
-    l += f * ml[2 * s + 1];
-  }
-  l = arch::group_sum(l);
-  if (lane == 0) red[wave] = l;
-  __syncthreads();
-  st.l = (p.sinks && st.m != kNegInf) ? arch::exp2_fast(p.sinks[cr.h] * kLog2e - st.m) : 0.0f;
-  PACKFA_UNROLL
-  for (int k = 0; k < kWaves; ++k) st.l += red[k];
+  const SoftmaxState st = block_split_weights<kColCombineThreads>(p.part_ml + row * S * 2, S, p.sinks, cr.h, w, red);
 
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   for (int s0 = grp;; s0 += kB * kG) {
