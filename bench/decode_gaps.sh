@@ -2,17 +2,18 @@
 # A/B of the issue-18 decode-gap switches (bench/NOTES.md, sessions 10 and 11) in one binary.
 # Each switch is an environment variable read once per process ("0" off, other values on), so
 # old and new run alternately in one lease; defaults since session 12 (bisected by part 0):
-#   PACKFA_PREFETCH=1      (off by default) L2 prefetch of each wave's first chunk before the PDL wait
 #   PACKFA_SPLIT_ROUNDS=1  (off by default) batches: the split count that fills whole rounds of resident blocks
 #   PACKFA_COMBINE_COLS=0  (on by default) > 64 splits: fa_combine_kernel instead of fa_combine_col_kernel
 # fp16-Q on tensor cores and the length count after the first copies are not switches (build
-# options PACKFA_NO_F16Q_MMA / PACKFA_LEN_COUNT_EARLY restore the old code).
+# options PACKFA_NO_F16Q_MMA / PACKFA_LEN_COUNT_EARLY restore the old code). The third switch of
+# session 12, PACKFA_PREFETCH (an L2 prefetch before the PDL wait), was removed in session 13
+# (decision "decode-prefetch-removed", bench/NOTES.md).
 #
 #   bench/decode_gaps.sh [ROUNDS]        (B=path/to/packfa-bench, default build-gpu/bench/packfa-bench)
 #
 # Prints the sweep table rows of every run ("us" column = spin-differenced device time of one
 # call; the last column names the kernel, splits, row groups, combine kernel and the switches
-# in effect: "rounds", "prefetch").
+# in effect: "rounds").
 set -uo pipefail
 B="${B:-build-gpu/bench/packfa-bench}"
 ROUNDS="${1:-2}"
@@ -24,15 +25,14 @@ run() {  # run LABEL [ENV=VALUE...] -- ARGS...   (no ENV: the defaults)
   printf '%-40s ' "$label"
   env ${envs[@]+"${envs[@]}"} "$B" --no-baseline --reps 60 "$@" </dev/null 2>&1 | grep -E '^[0-9]+ ' | head -1
 }
-ALL="PACKFA_PREFETCH=1 PACKFA_SPLIT_ROUNDS=1 PACKFA_COMBINE_COLS=0"
+ALL="PACKFA_SPLIT_ROUNDS=1 PACKFA_COMBINE_COLS=0"
 for r in $(seq 1 "$ROUNDS"); do
   echo "# round $r"
-  # 0. the default-sweep cases that ran 1.09-1.55x slower with the three switches on (session
-  #    10, call 3): defaults, all three on, each one alone (the bisect session 10 had no time for)
+  # 0. the default-sweep cases that ran 1.09-1.55x slower with the session-10 switches on:
+  #    defaults, both switches flipped, each one alone
   while read -r what args; do
     run "$what default" -- $args
-    run "$what all3" $ALL -- $args
-    run "$what prefetch=1" PACKFA_PREFETCH=1 -- $args
+    run "$what both" $ALL -- $args
     run "$what rounds=1" PACKFA_SPLIT_ROUNDS=1 -- $args
     run "$what cols=0" PACKFA_COMBINE_COLS=0 -- $args
   done <<'EOF'
@@ -53,8 +53,7 @@ EOF
   done
   run "d256 24/4 128k cols=0" PACKFA_COMBINE_COLS=0 -- --d 256 --heads 24 --kv-heads 4 --kv 131072
   run "d256 24/4 128k default" -- --d 256 --heads 24 --kv-heads 4 --kv 131072
-  # 2. short sequences: batch split rounds; the pre-wait prefetch (no gain expected here: the
-  #    spin kernel in front of each call does not trigger its dependents early)
+  # 2. short sequences: batch split rounds
   for bt in 8 16; do
     run "batch $bt x 4k uniform rounds=1" PACKFA_SPLIT_ROUNDS=1 -- --kv 4096 --batch $bt --uniform
     run "batch $bt x 4k uniform default" -- --kv 4096 --batch $bt --uniform
@@ -63,10 +62,7 @@ EOF
   done
   run "batch 16 x 32k varied rounds=1" PACKFA_SPLIT_ROUNDS=1 -- --kv 32768 --batch 16
   run "batch 16 x 32k varied default" -- --kv 32768 --batch 16
-  for kv in 4096 32768; do
-    run "kv $kv one row prefetch=1" PACKFA_PREFETCH=1 -- --kv $kv --heads 32 --kv-heads 8
-    run "kv $kv one row default" -- --kv $kv --heads 32 --kv-heads 8
-  done
+  for kv in 4096 32768; do run "kv $kv one row default" -- --kv $kv --heads 32 --kv-heads 8; done
   # 3. nq 2..16 (no change expected; defaults)
   for nq in 1 2 4 8 16; do run "nq $nq kv 32k default" -- --kv 32768 --nq $nq --heads 32 --kv-heads 8; done
   # 4. fp16-Q dot (tensor cores, the default since session 10) against the int8 dot; the lane
@@ -74,5 +70,5 @@ EOF
   for dot in f16 int8; do run "kv 128k dot $dot default" -- --kv 131072 --dot $dot; done
   run "kv 32k nq 4 dot f16 default" -- --kv 32768 --nq 4 --dot f16
 done
-# the pack -> attention -> combine chain with PDL: where the pre-wait prefetch can act
-for p in 1 0; do echo "# chain, PACKFA_PREFETCH=$p"; PACKFA_PREFETCH=$p "$B" --chain-only 2>&1 | tail -2; done
+# the pack -> attention -> combine chain with PDL
+echo "# chain"; "$B" --chain-only 2>&1 | tail -2

@@ -467,7 +467,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   m.splits = ch.num_splits;
   m.kernel = ch.name;
   m.plan = " rg=" + std::to_string(ch.row_groups) + " comb=" + ch.combine + (ch.claims ? " claims" : "") +
-           (ch.split_rounds ? " rounds" : "") + (ch.prefetch ? " prefetch" : "");
+           (ch.split_rounds ? " rounds" : "");
   for (auto& s : sets) {
     cudaFree(s.k);
     if (s.s) cudaFree(s.s);

@@ -147,9 +147,9 @@ phase_bench() {
 #   gpu_test_attention, gpu_test_attention_switches_on: left out (the accuracy sweep, ~4 min
 #                     bare; test_robust's subset runs its kernel kinds); python_*: left out
 #                     (a Python process, not packfa's binaries)
-#   gpu_test_robust_switches_on: its command carries "[sanitize]" and the three decode
-#                     switches (cmake -E env, tests/gpu/CMakeLists.txt): the subset again
-#                     with the column combine, the pre-wait prefetch and split rounds
+#   gpu_test_robust_switches_on: its command carries "[sanitize]" and the two decode
+#                     switches flipped (cmake -E env, tests/gpu/CMakeLists.txt): the subset
+#                     again with the one-block-per-row combine and split rounds
 # A binary not named here runs every case, so a new GPU test is never skipped silently.
 sanitize_specs() {
   case "$1" in

@@ -262,20 +262,16 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
 
 // The decode-gap switches (decision "decode-switch-defaults", bench/NOTES.md), each read once
 // per process: unset (or empty) gives the default, "0" turns it off, any other value on. Bisected
-// on the H200 (session 12, bench/decode_gaps.sh): the prefetch slows one-row decode (kv 4k
-// 8.9 -> 11.8 us), whole split rounds help uniform batches and slow varied ones, so both
-// default off; the column combine speeds up > 64 splits (D 256 16/2 32k 697 -> 830 GB/s), so
-// it defaults on. Kept for A/B and tested flipped (tests/gpu/CMakeLists.txt, *_switches_on).
+// on the H200 (session 12, bench/decode_gaps.sh): whole split rounds help uniform batches and
+// slow varied ones, so they default off; the column combine speeds up > 64 splits (D 256 16/2
+// 32k 697 -> 830 GB/s), so it defaults on. Kept for A/B and tested flipped
+// (tests/gpu/CMakeLists.txt, *_switches_on). The third switch, an L2 prefetch before the PDL
+// wait, slowed one-row decode (kv 4k 8.9 -> 11.8 us) and its code alone, switched off, cost
+// kv 4k decode 1-2% (session 13): removed (decision "decode-prefetch-removed").
 bool env_switch(const char* name, bool dflt = false) {
   const char* e = std::getenv(name);
   if (!e || e[0] == '\0') return dflt;
   return e[0] != '0';
-}
-// PACKFA_PREFETCH: the split kernel's L2 prefetch of each wave's first chunk before its PDL
-// wait (kv_stage.hpp, prefetch_first_chunk; contiguous caches without a window, CUDA).
-bool prefetch_first() {
-  static const bool on = env_switch("PACKFA_PREFETCH");
-  return on;
 }
 // PACKFA_SPLIT_ROUNDS: batches take the split count that fills whole rounds of resident
 // blocks (plan() below); off: ceil(4 x SMs / blocks per split).
@@ -289,16 +285,6 @@ bool split_rounds() {
 bool combine_cols() {
   static const bool on = env_switch("PACKFA_COMBINE_COLS", true);
   return on;
-}
-// Whether the split kernel of this plan runs the prefetch (KernelChoice::prefetch; the kernel
-// skips it for paged caches, windows and HIP as well).
-bool split_prefetches(const AttnParams& p, const Plan& pl) {
-#if defined(PACKFA_BACKEND_CUDA)
-  constexpr bool cuda = true;
-#else
-  constexpr bool cuda = false;  // fa_packed16.hpp compiles the prefetch for CUDA only
-#endif
-  return cuda && prefetch_first() && !pl.prefill && p.paged.page_size == 0 && p.window <= 0;
 }
 
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
@@ -566,7 +552,6 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                  : combine_cols()                                   ? "col_block"  // a block per (row, 64 dims)
                                                                     : "block";
   out->split_rounds = pl.split_rounds;
-  out->prefetch = split_prefetches(p, pl);
   return Status::Ok();
 }
 
@@ -679,7 +664,6 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
 #if defined(PACKFA_TRACE)
   kp.trace = detail::g_trace;
 #endif
-  kp.prefetch = split_prefetches(p, pl) ? 1 : 0;
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;

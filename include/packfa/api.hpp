@@ -138,9 +138,8 @@ struct KernelChoice {
   bool claims = false;   // splits hand out chunks through claim counters (device/chunk_source.hpp)
   bool mma_qk = false;   // scores on tensor cores (NVIDIA mma) rather than lane = key dots
   std::string combine;   // "none" (one split), "wave" (a wave per row, < 16 splits), "row_block" (16..64) or "col_block" (> 64; "block" with PACKFA_COMBINE_COLS=0)
-  // A/B switches, off unless their environment variable is set (=1; read once per process):
+  // A/B switch, off unless its environment variable is set (=1; read once per process):
   bool split_rounds = false;  // PACKFA_SPLIT_ROUNDS: a batch's split count fills whole rounds of resident blocks
-  bool prefetch = false;      // PACKFA_PREFETCH: L2 prefetch of each wave's first chunk before the PDL wait
 };
 
 // Validates every field the kernels rely on; names the first bad one.

@@ -1,8 +1,7 @@
-// The decode A/B switches (PACKFA_PREFETCH, PACKFA_SPLIT_ROUNDS: default off;
-// PACKFA_COMBINE_COLS: default on) as the library reads them (src/dispatch.cu, env_switch):
+// The decode A/B switches (PACKFA_SPLIT_ROUNDS: default off; PACKFA_COMBINE_COLS: default on) as the library reads them (src/dispatch.cu, env_switch):
 // unset or empty = the default, "0" = off, any other value = on. Tests assert the path that
 // follows from the environment: the plain ctest entries check the defaults, the *_switches_on
-// entries (tests/gpu/CMakeLists.txt) flip all three and check the switched paths.
+// entries (tests/gpu/CMakeLists.txt) flip both and check the switched paths.
 #pragma once
 
 #include <cstdlib>

@@ -253,11 +253,9 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention][switches]"
 //    least 4 blocks per SM (132 SMs, batch 8 x 8 KV heads: 9 splits = 576 blocks); on: at most
 //    max(1, 4 / resident) whole rounds of resident blocks, at most 4 per SM while an SM holds
 //    up to 4 of them (the 4-row q8_0 class: 2; 8 splits = 512 blocks).
-//  - PACKFA_PREFETCH: contiguous caches without a window, one row and a batch, and a CUDA
-//    graph with PDL (where the prefetch before the wait can overlap the previous launch).
 //  - PACKFA_COMBINE_COLS: the combine test above and a D = 128 / 256 call of > 64 splits here.
-TEST_CASE("decode switches: split rounds, pre-wait prefetch, column combine", "[attention][switches]") {
-  const bool rounds = switch_on("PACKFA_SPLIT_ROUNDS"), prefetch = switch_on("PACKFA_PREFETCH");
+TEST_CASE("decode switches: split rounds, column combine", "[attention][switches]") {
+  const bool rounds = switch_on("PACKFA_SPLIT_ROUNDS");
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (bool uniform : {true, false}) {
@@ -267,7 +265,6 @@ TEST_CASE("decode switches: split rounds, pre-wait prefetch, column combine", "[
     const Result r = check(c);
     INFO("uniform=" << uniform << " ran " << r.kernel << " sms=" << sms);
     CHECK(r.choice.split_rounds == rounds);
-    CHECK(r.choice.prefetch == prefetch);
     const int64_t base_blocks = static_cast<int64_t>(c.batch) * c.n_kv_heads * r.choice.row_groups;
     if (rounds) {
       CHECK(r.choice.num_splits * base_blocks <= 4LL * sms);
@@ -282,13 +279,8 @@ TEST_CASE("decode switches: split rounds, pre-wait prefetch, column combine", "[
     const Result r = check(c);
     INFO("ran " << r.kernel);
     CHECK_FALSE(r.choice.split_rounds);
-    CHECK(r.choice.prefetch == prefetch);
     c.seed = ++g_seed;
     check(c, 0, 0, 3, true);  // graph, PDL on, three launches
-    c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
-    c.window = 700;  // the block's keys start at the window: no prefetch
-    const Result w = check(c);
-    CHECK_FALSE(w.choice.prefetch);
   }
   for (int D : {128, 256}) {  // > 64 splits: the wide combine named by the environment
     ProblemConfig c = base(D, VFormat::q8_0_planar, 1, 16, 2, 256 * 80 - 37);

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "../pdl/pdl_race.hpp"
-#include "decode_switches.hpp"
 #include "device_problem.hpp"
 #include "packfa/api.hpp"
 #include "packfa/pack.hpp"
@@ -62,12 +61,6 @@ TEST_CASE("pack -> quantize_v -> split -> combine: PDL on == PDL off, bitwise", 
   qv.base_slot = slot;
   AttnParams p = dp.params;
   p.num_splits = 5;  // force split + combine
-  {  // gpu_test_pdl_chain_switches_on: the split kernel prefetches the cache the pack writes
-    // into L2 before its PDL wait (a prefetch, not an access: the result must stay bitwise)
-    KernelChoice ch;
-    REQUIRE(select_kernel(p, 0, &ch).ok());
-    CHECK(ch.prefetch == switch_on("PACKFA_PREFETCH"));
-  }
   size_t ws = 0;
   REQUIRE(fa_workspace_bytes(p, 0, &ws).ok());
   REQUIRE(ws > 0);

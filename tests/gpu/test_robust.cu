@@ -521,8 +521,8 @@ TEST_CASE("8 host threads on 8 streams, own workspaces: bitwise equal to serial 
 // kinds with many more shapes, too slowly for four sanitizer tools in one device call.
 // The decode A/B switches (decode_switches.hpp; off by default) are asserted as the
 // environment sets them: gpu_test_robust_switches_on runs this subset with all three on
-// (the > 64-split combine then runs fa_combine_col_kernel, the split kernel the pre-wait
-// prefetch, the planner-chosen batch the whole-rounds split count), under the sanitizers too.
+// (the > 64-split combine then runs fa_combine_kernel, the planner-chosen batch the
+// whole-rounds split count), under the sanitizers too.
 TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
   struct Kind {
     const char* what;
@@ -606,7 +606,6 @@ TEST_CASE("sanitizer subset: one call per kernel kind", "[robust][sanitize]") {
     if (k.combine) CHECK(got.combine == k.combine);
     CHECK(got.claims == (k.claims != 0));
     CHECK(got.split_rounds == (k.splits == 0 && k.cfg.batch > 1 && switch_on("PACKFA_SPLIT_ROUNDS")));
-    CHECK(got.prefetch == (k.cfg.window <= 0 && switch_on("PACKFA_PREFETCH")));
     if (k.splits > 0) CHECK(got.num_splits == k.splits);
     check_ref(hp.params, k.cfg, download_out(dp.params, hp));
   }

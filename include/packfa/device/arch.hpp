@@ -330,22 +330,6 @@ PACKFA_DEV void copy_async(void* smem, const void* gmem) {
   if constexpr (bytes == 4) *static_cast<uint32_t*>(smem) = *static_cast<const uint32_t*>(gmem);
 #endif
 }
-// L2 prefetch hint of [ptr, ptr + bytes) (global memory; no data returned, no fault): sm_90 one
-// bulk prefetch of the 16-byte-aligned cover, sm_80..89 one prefetch per 128-byte line, else
-// nothing (RDNA: nothing).
-PACKFA_DEV void prefetch_l2(const void* ptr, int bytes) {
-#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 900
-  const uintptr_t a = reinterpret_cast<uintptr_t>(ptr) & ~static_cast<uintptr_t>(15);
-  const uint32_t n = static_cast<uint32_t>((reinterpret_cast<uintptr_t>(ptr) + bytes + 15 - a) & ~static_cast<uintptr_t>(15));
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a), "r"(n) : "memory");
-#elif defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
-  const char* c = static_cast<const char*>(ptr);
-  for (int o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + o));
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(c + bytes - 1));
-#else
-  (void)ptr, (void)bytes;
-#endif
-}
 
 PACKFA_DEV void copy_async_commit() {
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800

@@ -89,7 +89,6 @@ struct FaKernelParams {
   int alibi_pos;    // 1: ALiBi as slope · (j - pos) (AlibiMode::position); ggml mode scales the mask
 
   unsigned long long* trace;  // per-block timeline (builds with PACKFA_TRACE; else unused, null)
-  int prefetch;     // 1: L2 prefetch of each wave's first chunk before the PDL wait (kv_stage.hpp; PACKFA_PREFETCH=1, off by default)
 };
 
 struct CombineParams {

@@ -107,26 +107,6 @@ PACKFA_DEV void stage_scale_row(char* dst, const char* src, int width) {
     *reinterpret_cast<uint16_t*>(dst + o) = *reinterpret_cast<const uint16_t*>(src + o);
 }
 
-// Before the PDL wait (contiguous caches, no window): an L2 prefetch of the rows of this wave's
-// first static chunk, keys split·split_len + 32·wave + lane, as far as max_kv_len (the cache
-// the caller described; kv_len is not known yet). The cache rows of earlier tokens are not
-// what a predecessor writes, and a prefetch only warms L2 (the point of coherence; it fills no
-// L1), so the copies after the wait read current bytes either way. With PDL the blocks start
-// while the previous kernel runs: at kv = 4k the whole cache is the first chunks, and its DRAM
-// fetch then overlaps that kernel and the length load instead of following them.
-template <class T>
-PACKFA_DEV void prefetch_first_chunk(const FaKernelParams& p, int b, int kvh, int split, int wave, int lane) {
-  if (p.window > 0) return;  // the block's keys start at the window: positions needed
-  const int key = split * p.split_len + wave * T::kChunk + lane;
-  if (key >= min(p.max_kv_len, (split + 1) * p.split_len)) return;
-  const int64_t bs = b, h = kvh, k = key;
-  arch::prefetch_l2(p.k + bs * p.k_seq + h * p.k_head + k * p.k_slot, T::kKRowBytes);
-  if constexpr (T::kQK != QKMode::f16) arch::prefetch_l2(p.ks + bs * p.ks_seq + h * p.ks_head + k * p.ks_slot, 2 * T::kD / 16);
-  arch::prefetch_l2(p.v + bs * p.v_seq + h * p.v_head + k * p.v_slot, T::kVRowBytes);
-  if constexpr (T::kVF == VFormat::q8_0_planar)
-    arch::prefetch_l2(p.vs + bs * p.vs_seq + h * p.vs_head + k * p.vs_slot, 2 * T::kD / 32);
-}
-
 // The chunks of one (sequence, KV head) into one wave's stages. PAGED: K/V through block tables
 // (kv_view.hpp). A compile-time choice: sharing the kernel with a runtime branch cost the
 // contiguous cache 2-20% (the staging code is the key loop's largest part; A/B on the H200,
