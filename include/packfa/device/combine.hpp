@@ -261,11 +261,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_row_kerne
     float4 o = part[0][t];
     PACKFA_UNROLL
     for (int x = 1; x < kWaves; ++x) {
-      const float4 q = part[x][t];
-      o.x += q.x;
-      o.y += q.y;
-      o.z += q.z;
-      o.w += q.w;
+      add4(o, part[x][t]);
     }
     store_o4(p, b, i, h, t, o, sw.st.inv_sum());
   }
@@ -328,11 +324,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kCombineThreads, 1) fa_combine_kernel(co
   if (tid < cols) {
     float4 o = part[tid];
     for (int g = 1; g < groups; ++g) {
-      const float4 v = part[g * cols + tid];
-      o.x += v.x;
-      o.y += v.y;
-      o.z += v.z;
-      o.w += v.w;
+      add4(o, part[g * cols + tid]);
     }
     store_o4(p, b, i, h, tid, o, inv);
   }
@@ -396,11 +388,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS(kColCombineThreads, 1) fa_combine_col_ke
     float4 o = part[tid];
     PACKFA_UNROLL
     for (int g = 1; g < kG; ++g) {
-      const float4 q = part[g * kC + tid];
-      o.x += q.x;
-      o.y += q.y;
-      o.z += q.z;
-      o.w += q.w;
+      add4(o, part[g * kC + tid]);
     }
     store_o4(p, cr.b, cr.i, cr.h, col, o, st.inv_sum());
   }

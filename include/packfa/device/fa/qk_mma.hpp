@@ -15,6 +15,22 @@ namespace packfa::device {
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 
+// The int8 K bytes of dims 32j .. 32j + 31 of the chunk's keys as mma B fragments (shared by the
+// int8 and fp16-Q paths): kb[n][h] holds bytes 16h + 4t .. + 3 of key 8n + g, two key tiles per
+// ldmatrix_x4. kl: this lane's ldmatrix row address (row 8·(mi/2) + lr, byte 16·(mi%2)).
+template <class T>
+PACKFA_DEV void k_frags_32(uint32_t (&kb)[kFaChunk / 8][2], const char* kl, int j) {
+  PACKFA_UNROLL
+  for (int n = 0; n < kFaChunk / 8; n += 2) {
+    uint32_t r[4];
+    arch::ldmatrix_x4(r, kl + 8 * n * T::kKPitch + 32 * j);  // the last half block reads row padding
+    kb[n][0] = r[0];
+    kb[n][1] = r[1];
+    kb[n + 1][0] = r[2];
+    kb[n + 1][1] = r[3];
+  }
+}
+
 // int8 Q·K on tensor cores (NVIDIA, every row class): S (16 rows x 32 keys) from one
 // mma.m16n8k32.s8 per 32-dim K block (two m16n8k16 for block-16 K or a last half block) into
 // int32, then one fp32 FMA per block with q_scale·k_scale. K fragments of two key tiles per
@@ -75,15 +91,7 @@ PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
   for (int j = 0; j < (kPieces + 1) / 2; ++j) {  // 32 dims: pieces 2j, 2j + 1
     const bool two = 2 * j + 1 < kPieces;
     uint32_t kb[kN][2];  // B fragments: dims 32j + 4t.. and 32j + 16 + 4t.. of key 8n + g
-    PACKFA_UNROLL
-    for (int n = 0; n < kN; n += 2) {
-      uint32_t r[4];
-      arch::ldmatrix_x4(r, kl + 8 * n * T::kKPitch + 32 * j);  // the last half block reads row padding
-      kb[n][0] = r[0];
-      kb[n][1] = r[1];
-      kb[n + 1][0] = r[2];
-      kb[n + 1][1] = r[3];
-    }
+    k_frags_32<T>(kb, kl, j);
     int acc[kN][4];
     if (KB == 32 && two) {
       const uint32_t a[4] = {qa[2 * j][0], qa[2 * j][1], qa[2 * j + 1][0], qa[2 * j + 1][1]};
@@ -165,15 +173,7 @@ PACKFA_DEV void qk_mma_f16q(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
   for (int j = 0; j < (kPieces + 1) / 2; ++j) {  // 32 dims: pieces 2j, 2j + 1
     const bool two = 2 * j + 1 < kPieces;
     uint32_t kb[kN][2];  // bytes 4t.. of dims 32j.. and 32j + 16.. of key 8n + g
-    PACKFA_UNROLL
-    for (int n = 0; n < kN; n += 2) {
-      uint32_t r[4];
-      arch::ldmatrix_x4(r, kl + 8 * n * T::kKPitch + 32 * j);  // the last half block reads row padding
-      kb[n][0] = r[0];
-      kb[n][1] = r[1];
-      kb[n + 1][0] = r[2];
-      kb[n + 1][1] = r[3];
-    }
+    k_frags_32<T>(kb, kl, j);
     float acc[kN][4];
     PACKFA_UNROLL
     for (int h = 0; h < 2; ++h) {

@@ -55,6 +55,13 @@ PACKFA_DEV void fma4(float4& acc, float w, const float4& v) {
   acc.z = fmaf(w, v.z, acc.z);
   acc.w = fmaf(w, v.w, acc.w);
 }
+// acc += v (the combine kernels' sums over thread groups; in place, as fma4).
+PACKFA_DEV void add4(float4& acc, const float4& v) {
+  acc.x += v.x;
+  acc.y += v.y;
+  acc.z += v.z;
+  acc.w += v.w;
+}
 
 #endif
 
