@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "packfa/device/arch.hpp"
+#include "packfa/device/fa_params.hpp"
 
 namespace packfa::device {
 
@@ -75,5 +76,36 @@ struct KvView {
     return c;
   }
 };
+
+// One plane of the cache for one (sequence, KV head), addressed a key at a time (the prefill
+// kernels' staging): rows `slot` bytes apart, or through the view's block table (then `page`
+// bytes between pages).
+struct KvPlane {
+  const char* base;
+  int64_t slot, page;
+  PACKFA_DEV const char* row(const KvView& v, int key) const {
+    if (!v.table) return base + key * slot;
+    return base + v.page_of(key) * page + (key & ((1 << v.page_shift) - 1)) * slot;
+  }
+};
+// The view and the four planes (K payload, K scales, V, V scales) of sequence b, KV head kvh.
+struct KvPlanes {
+  KvView view;
+  KvPlane k, ks, v, vs;
+};
+template <bool PAGED>
+PACKFA_DEV KvPlanes kv_planes(const FaKernelParams& p, int b, int kvh) {
+  KvView view{nullptr, 0, p.num_pages, p.errors};
+  if constexpr (PAGED) {
+    view.table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
+    view.page_shift = 31 - __clz(p.page_size);
+  }
+  const int64_t bs = PAGED ? 0 : b;  // paged: the seq strides are page strides
+  return KvPlanes{view,
+                  {p.k + bs * p.k_seq + kvh * p.k_head, p.k_slot, p.k_seq},
+                  {p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq},
+                  {p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq},
+                  {p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq}};
+}
 
 }  // namespace packfa::device

@@ -102,21 +102,10 @@ constexpr bool mma_layout_fits(int bytes, bool hip) { return bytes <= (hip ? 64 
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 
-// One plane of the cache for one (sequence, KV head): rows `slot` bytes apart, or through the
-// block table (then `page` bytes between pages).
-struct Plane {
-  const char* base;
-  int64_t slot, page;
-  PACKFA_DEV const char* row(const KvView& v, int key) const {
-    if (!v.table) return base + key * slot;
-    return base + v.page_of(key) * page + (key & ((1 << v.page_shift) - 1)) * slot;
-  }
-};
-
 // Rows [t0, t0 + kN) of a plane into dst (kPitch apart) in W-byte pieces, keys >= valid
 // zero-filled.
 template <int kN, int kRow, int W, int kPitch, int kThreads>
-PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0, int valid, int tid) {
+PACKFA_DEV void stage_plane(char* dst, const KvPlane& pl, const KvView& v, int t0, int valid, int tid) {
   static_assert(kRow % W == 0, "pieces tile the row");
   constexpr int kPieces = kRow / W, kTotal = kN * kPieces;
   PACKFA_UNROLL
@@ -367,16 +356,9 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
     keys_seen_by_all(keys, p);
     const int n_tiles = keys.hi > keys.lo ? (keys.hi - keys.lo + kN - 1) / kN : 0;
 
-    KvView view{nullptr, 0, p.num_pages, p.errors};
-    if constexpr (PAGED) {
-      view.table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
-      view.page_shift = 31 - __clz(p.page_size);
-    }
-    const int64_t bs = PAGED ? 0 : b;
-    const Plane pk{p.k + bs * p.k_seq + kvh * p.k_head, p.k_slot, p.k_seq};
-    const Plane pks{p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq};
-    const Plane pv{p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq};
-    const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
+    const KvPlanes planes = kv_planes<PAGED>(p, b, kvh);
+    const KvView& view = planes.view;
+    const KvPlane &pk = planes.k, &pks = planes.ks, &pv = planes.v, &pvs = planes.vs;
     auto raw_slot = [&](int t) { return smem + L::kRaw + (L::kSlots == 2 ? (t & 1) : 0) * L::kRawBytes; };
     auto stage = [&](int t) {
       char* raw = raw_slot(t);

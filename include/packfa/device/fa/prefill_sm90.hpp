@@ -192,16 +192,9 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
 
   if (wg == 0) {  // ---- producer: raw tiles two ahead (cp.async ring of 2) -> fp16 ring of kS ----
     hopper::regs_shrink<L::kProducerRegs>();
-    KvView view{nullptr, 0, p.num_pages, p.errors};
-    if constexpr (PAGED) {
-      view.table = p.block_table + static_cast<int64_t>(b) * p.table_stride;
-      view.page_shift = 31 - __clz(p.page_size);
-    }
-    const int64_t bs = PAGED ? 0 : b;
-    const Plane pk{p.k + bs * p.k_seq + kvh * p.k_head, p.k_slot, p.k_seq};
-    const Plane pks{p.ks + bs * p.ks_seq + kvh * p.ks_head, p.ks_slot, p.ks_seq};
-    const Plane pv{p.v + bs * p.v_seq + kvh * p.v_head, p.v_slot, p.v_seq};
-    const Plane pvs{p.vs + bs * p.vs_seq + kvh * p.vs_head, p.vs_slot, p.vs_seq};
+    const KvPlanes planes = kv_planes<PAGED>(p, b, kvh);
+    const KvView& view = planes.view;
+    const KvPlane &pk = planes.k, &pks = planes.ks, &pv = planes.v, &pvs = planes.vs;
     constexpr int kT = L::kProducers;
     auto stage = [&](int t) {  // raw ring slot t & 1; always one commit group
       constexpr bool kLean = !PAGED && D <= 128 && L::kVWidth >= 4 &&

@@ -108,23 +108,12 @@ PACKFA_DEV void copy_piece(char* dst, const char* src, int w, bool valid) {
 #endif
 }
 
-// One plane of the cache for one (sequence, KV head): rows `slot` bytes apart, or through the
-// block table (then `page` bytes between pages).
-struct Plane {
-  const char* base;
-  int64_t slot, page;
-  PACKFA_DEV const char* row(const KvView& v, int key) const {
-    if (!v.table) return base + key * slot;
-    return base + v.page_of(key) * page + (key & ((1 << v.page_shift) - 1)) * slot;
-  }
-};
-
 // Rows [t0, t0 + kN) of a plane into `dst` (kPitch bytes apart) in W-byte pieces, keys >= valid
 // zero-filled. Row length and piece width are compile-time: no divisions in the loop. kByTwo
 // (paged planes, head dim 256) and 2-byte pieces unroll by two only: each piece's page lookup,
 // address or loaded value would hold registers the producer warpgroup does not have.
 template <int kN, int kRow, int W, int kPitch, int kThreads, bool kByTwo = false>
-PACKFA_DEV void stage_plane(char* dst, const Plane& pl, const KvView& v, int t0, int valid, int tid) {
+PACKFA_DEV void stage_plane(char* dst, const KvPlane& pl, const KvView& v, int t0, int valid, int tid) {
   static_assert(kRow % W == 0, "pieces tile the row");
   constexpr int kPieces = kRow / W, kTotal = kN * kPieces;
   auto piece = [&](int i) {

@@ -166,24 +166,11 @@ PACKFA_DEV I8Frag<K> q_i8(const char* q, int pitch, int d0, int lane) {
   }
   return f;
 }
-// Key side: keys 0..15 of a tile.
+// Key side: keys 0..15 of a tile, in the query side's shape on both backends (RDNA: key
+// lane%16; mma.sync B: key g for n-half 0, g + 8 for n-half 1).
 template <int K>
 PACKFA_DEV I8Frag<K> k_i8(const char* k, int pitch, int d0, int lane) {
-  I8Frag<K> f;
-  if constexpr (kRdna) {
-    f = q_i8<K>(k, pitch, d0, lane);  // same shape: key lane%16
-  } else {
-#if !defined(PACKFA_BACKEND_HIP)
-    const char* r = k + (lane >> 2) * pitch + d0 + 4 * (lane & 3);  // key g (n-half 0), g + 8 (1)
-    f.w[0] = lds<uint32_t>(r);
-    f.w[1] = lds<uint32_t>(r + 8 * pitch);
-    if constexpr (K == 32) {
-      f.w[2] = lds<uint32_t>(r + 16);
-      f.w[3] = lds<uint32_t>(r + 8 * pitch + 16);
-    }
-#endif
-  }
-  return f;
+  return q_i8<K>(k, pitch, d0, lane);
 }
 // acc (one 16x16 tile, int32) += Q·K^T over the fragments' K values: exact integer sums.
 template <int K>
