@@ -65,9 +65,9 @@ const PrefillRegistry& prefill_registry() {
 }
 
 // The warp-MMA prefill kernels (kernels/fa_prefill_mma_d<D>.cu / .hip): every build has them.
-const PrefillMmaRegistry& prefill_mma_registry() {
-  static PrefillMmaRegistry* reg = [] {
-    auto* r = new PrefillMmaRegistry();
+const PrefillRegistry& prefill_mma_registry() {
+  static PrefillRegistry* reg = [] {
+    auto* r = new PrefillRegistry();
     register_prefill_mma_all(*r);
     return r;
   }();
@@ -254,7 +254,7 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
     const PrefillInstance& e = prefill_registry().table[paged ? 1 : 0][m][d][v];
     if (prefill_rows_fit(p, f, e)) pick.fa = &e.fa;
   } else {
-    const PrefillMmaInstance& e = prefill_mma_registry().table[paged ? 1 : 0][m][d][v];
+    const PrefillInstance& e = prefill_mma_registry().table[paged ? 1 : 0][m][d][v];
     if (prefill_rows_fit(p, f, e)) pick.fa = &e.fa, pick.mma = true;
   }
   return pick;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "packfa/device/fa/prefill_registry.hpp"
 #include "packfa/device/fa_instances.hpp"
 
 namespace packfa {
@@ -22,20 +23,6 @@ constexpr bool fa_prefill_built(int d, VFormat vf, QKMode qk, bool paged, FaSet 
     return d == 128 && qk == QKMode::packed16_int8 && vf != VFormat::bf16 && (!paged || vf == VFormat::q8_0);
   return true;
 }
-
-struct PrefillInstance {
-  FaInstance fa;      // kernel, threads, shared memory, rows per block
-  int v_width = 0;    // copy width the kernel uses for V rows (the cache's rows must allow it)
-  int vs_width = 0;   // ... for V scale rows (q8_0_planar)
-  int ks_width32 = 0, ks_width16 = 0;  // ... for K scale rows of block 32 / 16
-};
-
-struct PrefillRegistry {
-  PrefillInstance table[2][kNumQKModes][kNumHeadDims][kNumVFormats];  // [paged][QKMode][D][VFormat]
-  PrefillInstance& at(bool paged, QKMode qk, int d, VFormat vf) {
-    return table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)];
-  }
-};
 
 template <int D>
 void register_prefill_unit(PrefillRegistry& reg);  // kernels/fa_prefill_d<D>.cu

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "packfa/device/fa/prefill_registry.hpp"
 #include "packfa/device/fa_instances.hpp"
 #include "packfa/device/fa/prefill_mma.hpp"
 
@@ -40,39 +41,25 @@ constexpr bool fa_prefill_mma_built(FaSet set) {
   return true;
 }
 
-struct PrefillMmaInstance {
-  FaInstance fa;      // kernel, threads, shared memory, rows per block
-  int v_width = 0;    // copy width the kernel uses for V rows (the cache's rows must allow it)
-  int vs_width = 0;   // ... for V scale rows (q8_0_planar)
-  int ks_width32 = 0, ks_width16 = 0;  // ... for K scale rows of block 32 / 16
-};
-
-struct PrefillMmaRegistry {
-  PrefillMmaInstance table[2][kNumQKModes][kNumHeadDims][kNumVFormats];  // [paged][QKMode][D][VFormat]
-  PrefillMmaInstance& at(bool paged, QKMode qk, int d, VFormat vf) {
-    return table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(d)][static_cast<int>(vf)];
-  }
-};
-
 template <int D>
-void register_prefill_mma_unit(PrefillMmaRegistry& reg);  // kernels/fa_prefill_mma_d<D>.cu / .hip
+void register_prefill_mma_unit(PrefillRegistry& reg);  // kernels/fa_prefill_mma_d<D>.cu / .hip
 
 template <std::size_t... I>
-void register_prefill_mma_units(PrefillMmaRegistry& reg, std::index_sequence<I...>) {
+void register_prefill_mma_units(PrefillRegistry& reg, std::index_sequence<I...>) {
   (register_prefill_mma_unit<kHeadDims[I]>(reg), ...);
 }
 template <int = 0>
-void register_prefill_mma_all(PrefillMmaRegistry& reg) {
+void register_prefill_mma_all(PrefillRegistry& reg) {
   register_prefill_mma_units(reg, std::make_index_sequence<kNumHeadDims>{});
 }
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 template <int D, VFormat VF, QKMode QK, bool PAGED>
-void register_prefill_mma_entry(PrefillMmaRegistry& reg) {
+void register_prefill_mma_entry(PrefillRegistry& reg) {
   constexpr bool kHip = kFaBackend == FaBackend::hip;
   if constexpr (fa_prefill_mma_built<D, VF, QK, PAGED, kHip>(kFaUnitSet)) {
     using L = device::prefill_mma::MmaLayout<D, VF, QK>;
-    PrefillMmaInstance& e = reg.at(PAGED, QK, D, VF);
+    PrefillInstance& e = reg.at(PAGED, QK, D, VF);
     e.fa.kernel = &device::prefill_mma::fa_prefill_mma_kernel<D, VF, QK, PAGED>;
     e.fa.threads = L::kThreads;
     e.fa.smem_bytes = L::kBytes;
@@ -86,7 +73,7 @@ void register_prefill_mma_entry(PrefillMmaRegistry& reg) {
 }
 
 template <int D, std::size_t... I>
-void register_prefill_mma_entries(PrefillMmaRegistry& reg, std::index_sequence<I...>) {
+void register_prefill_mma_entries(PrefillRegistry& reg, std::index_sequence<I...>) {
   constexpr int kPer = kNumQKModes * 2;
   (register_prefill_mma_entry<D, kFaVFormats[I / kPer], kFaQKModes[I / 2 % kNumQKModes], (I % 2) == 1>(reg), ...);
 }
@@ -97,8 +84,8 @@ void register_prefill_mma_entries(PrefillMmaRegistry& reg, std::index_sequence<I
 // The whole of a unit (kernels/fa_prefill_mma_d<D>.cu).
 #define PACKFA_FA_PREFILL_MMA_UNIT(D)                                                                  \
   template <int HD>                                                                                    \
-  void packfa::register_prefill_mma_unit(packfa::PrefillMmaRegistry& reg) {                            \
+  void packfa::register_prefill_mma_unit(packfa::PrefillRegistry& reg) {                            \
     packfa::register_prefill_mma_entries<HD>(                                                          \
         reg, std::make_index_sequence<packfa::kNumVFormats * packfa::kNumQKModes * 2>{});               \
   }                                                                                                    \
-  template void packfa::register_prefill_mma_unit<D>(packfa::PrefillMmaRegistry&);
+  template void packfa::register_prefill_mma_unit<D>(packfa::PrefillRegistry&);
