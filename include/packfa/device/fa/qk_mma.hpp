@@ -15,9 +15,24 @@ namespace packfa::device {
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 
+// This lane's places in a K stage for the mma paths (int8 and fp16-Q): kl, its ldmatrix row
+// (matrix lane/8, row lane%8: key 8·(matrix/2) + row, byte 16·(matrix%2)); kd, the scale row of
+// key 2·(lane%4) (key tile n: + 8n rows).
+template <class T>
+struct KTileLane {
+  const char* kl;
+  const char* kd;
+  PACKFA_DEV KTileLane(const char* k_sm, const char* ks_sm) {
+    const int lane = arch::lane_id();
+    const int t = lane & 3, mi = lane >> 3, lr = lane & 7;
+    kl = k_sm + (8 * (mi >> 1) + lr) * T::kKPitch + 16 * (mi & 1);
+    kd = ks_sm + 2 * t * T::kScalePitch;
+  }
+};
+
 // The int8 K bytes of dims 32j .. 32j + 31 of the chunk's keys as mma B fragments (shared by the
 // int8 and fp16-Q paths): kb[n][h] holds bytes 16h + 4t .. + 3 of key 8n + g, two key tiles per
-// ldmatrix_x4. kl: this lane's ldmatrix row address (row 8·(mi/2) + lr, byte 16·(mi%2)).
+// ldmatrix_x4. kl: this lane's ldmatrix row address (KTileLane).
 template <class T>
 PACKFA_DEV void k_frags_32(uint32_t (&kb)[kFaChunk / 8][2], const char* kl, int j) {
   PACKFA_UNROLL
@@ -44,10 +59,9 @@ PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
   constexpr int kN = kFaChunk / 8;
   constexpr int kPieces = D / 16;
   constexpr bool kHi = T::kRows > 8;
-  const int lane = arch::lane_id();
-  const int t = lane & 3, mi = lane >> 3, lr = lane & 7;  // ldmatrix: matrix mi, its row lr
-  const char* kl = k_sm + (8 * (mi >> 1) + lr) * T::kKPitch + 16 * (mi & 1);
-  const char* kd = ks_sm + 2 * t * T::kScalePitch;  // scale row of key 2t (tile n: + 8n rows)
+  const KTileLane<T> kt(k_sm, ks_sm);
+  const char* kl = kt.kl;
+  const char* kd = kt.kd;
   // K scales come kG blocks per load (8 bytes; one per load for D = 256, whose 16-row class
   // has no registers to spare): kw[n][e] holds blocks kG·i.. of key 8n + 2t + e
   constexpr int kG = D <= 128 ? 4 : 1;
@@ -137,10 +151,9 @@ PACKFA_DEV void qk_mma_f16q(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
   constexpr int kN = kFaChunk / 8;
   constexpr int kPieces = D / 16;
   constexpr bool kHi = T::kRows > 8;
-  const int lane = arch::lane_id();
-  const int t = lane & 3, mi = lane >> 3, lr = lane & 7;  // ldmatrix: matrix mi, its row lr
-  const char* kl = k_sm + (8 * (mi >> 1) + lr) * T::kKPitch + 16 * (mi & 1);
-  const char* kd = ks_sm + 2 * t * T::kScalePitch;  // scale row of key 2t (tile n: + 8n rows)
+  const KTileLane<T> kt(k_sm, ks_sm);
+  const char* kl = kt.kl;
+  const char* kd = kt.kd;
   // K scales two blocks per 4-byte load (8-byte loads as in qk_mma_int8 cost 8 more registers
   // here: fp16 Q holds twice the A registers; sm_89 spilled 4 bytes with them)
   uint32_t kw[kN][2];
