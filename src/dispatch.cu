@@ -183,7 +183,7 @@ Status resident_blocks(const FaInstance* inst, int device, int* out);
 
 struct Plan {
   const FaInstance* inst = nullptr;
-  bool prefill = false;  // a prefill kernel (device/fa/prefill_sm90.hpp or prefill_mma.hpp): one split, grid (row tiles, KV heads, batch)
+  bool prefill = false;  // a prefill kernel (device/fa/prefill_sm90.hpp or prefill_mma.hpp): grid (row tiles x splits, KV heads, batch); splits > 1 only for prefill_mma.hpp (rows split)
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
   int pool0 = 0;       // static chunks per split when claims > 0
@@ -260,6 +260,61 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
   return pick;
 }
 
+// Rows split (decision "rows-split", docs/prefill.md): more query rows a KV head than one block
+// of the decode kernel holds (MTP / speculative rows, short chunks), below the wgmma prefill
+// kernel's rule. The decode kernel runs such rows as groups of 16 and each group reads the
+// whole cache again; the warp-MMA prefill kernel takes 64 rows a block (16 a warp, one staged
+// tile shared by the four warps) and its blocks split the keys as decode's do, merged by the
+// same combine. cc 9.0 only: measured there (bench/NOTES.md, session 14); cc 8.x and RDNA keep
+// the decode kernel until measured. PACKFA_ROWS_SPLIT=0 (read once) turns it off.
+bool rows_split_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("PACKFA_ROWS_SPLIT");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+const FaInstance* rows_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk) {
+#if defined(PACKFA_BACKEND_HIP)
+  (void)p, (void)f, (void)qk;
+  return nullptr;
+#else
+  // bf16 V: the kernel widens V to fp16, whose range is narrower (decode keeps bf16 V scalar)
+  if (!rows_split_on() || !(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16) return nullptr;
+  const bool paged = p.paged.page_size > 0;
+  const PrefillInstance& e =
+      prefill_mma_registry().table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
+  return prefill_rows_fit(p, f, e) ? &e.fa : nullptr;
+#endif
+}
+// Splits as decode plans them (plan() below): one sequence, one round of the resident blocks;
+// batches ~4 blocks a multiprocessor; each split at least kRowsSplitMinKeys keys, a multiple of
+// 64 (every tile size of the kernel divides it, so no tile crosses a split).
+constexpr int kRowsSplitMinKeys = 256;
+Status plan_rows_split(const AttnParams& p, int device, const DeviceFacts& f, const FaInstance* e, int rows, Plan* out) {
+  out->inst = e;
+  out->prefill = true;
+  out->rows = rows;
+  out->row_groups = (rows + e->rows_per_block - 1) / e->rows_per_block;
+  out->rclass = 0;
+  const int64_t base = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
+  int splits = std::min(p.num_splits, device::kMaxSplits);
+  if (splits <= 0) {
+    int64_t want = (4LL * f.sms + base - 1) / base;
+    if (p.batch == 1) {
+      int per_sm = 0;
+      PACKFA_TRY(resident_blocks(e, device, &per_sm));
+      want = std::max<int64_t>(1, static_cast<int64_t>(std::max(per_sm, 1)) * f.sms / base);
+    }
+    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, p.max_kv_len / kRowsSplitMinKeys));
+    splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
+  }
+  const int64_t len = (p.max_kv_len + splits - 1) / splits;
+  out->split_len = static_cast<int>(std::max<int64_t>(64, (len + 63) / 64 * 64));
+  out->splits = std::max(1, static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len));
+  return Status::Ok();
+}
+
 // The decode-gap switches (decision "decode-switch-defaults", bench/NOTES.md), each read once
 // per process: unset (or empty) gives the default, "0" turns it off, any other value on. Bisected
 // on the H200 (session 12, bench/decode_gaps.sh): whole split rounds help uniform batches and
@@ -308,6 +363,18 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
         out->name = std::string(pick.mma ? "fa_prefill_mma<d" : "fa_prefill<d") + std::to_string(p.head_dim) + "," +
                     vf_name(p.v.format) + "," + qk_name(qk) + ",m" + std::to_string(e->rows_per_block) +
                     (p.paged.page_size > 0 ? ",paged" : "") + ">";
+      return Status::Ok();
+    }
+  }
+  if (rows > kRowClasses[kNumRowClasses - 1]) {
+    DeviceFacts f;
+    PACKFA_TRY(device_facts(device, &f));
+    if (const FaInstance* e = rows_split_for(p, f, qk)) {
+      PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
+      if (want_name)
+        out->name = std::string("fa_prefill_mma<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +
+                    qk_name(qk) + ",m" + std::to_string(e->rows_per_block) + (p.paged.page_size > 0 ? ",paged" : "") +
+                    ">";
       return Status::Ok();
     }
   }
@@ -667,7 +734,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
-  const dim3 grid = pl.prefill ? dim3(pl.row_groups, p.n_kv_heads, p.batch)  // prefill: blockIdx.x = row tile
+  const dim3 grid = pl.prefill ? dim3(pl.row_groups * pl.splits, p.n_kv_heads, p.batch)  // prefill: blockIdx.x = row tile x split
                                : dim3(p.n_kv_heads, pl.splits, p.batch * pl.row_groups);  // decode: KV head
   PACKFA_TRY(launch(pl.inst->kernel, grid, dim3(pl.inst->threads), pl.inst->smem_bytes, stream, kp, opt));
   if (pl.splits > 1) {

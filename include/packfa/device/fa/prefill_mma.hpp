@@ -321,16 +321,19 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
     int* s_pos = reinterpret_cast<int*>(smem + L::kPos);
     const int tid = threadIdx.x, w = tid / 32, lane = tid % 32;
     const int b = blockIdx.z, kvh = blockIdx.y;
-    const int rg = gridDim.x - 1 - blockIdx.x;  // later rows first: causal tiles see most keys
+    // blockIdx.x = row tile x split (decision "rows-split"); later rows first: causal tiles see
+    // most keys
+    const int splits = p.num_splits, bx = gridDim.x - 1 - blockIdx.x;
+    const int rg = bx / splits, split = bx - rg * splits;
 
     pdl::wait();  // everything below reads memory a predecessor kernel may write
     const int kv_raw = p.kv_len[b];
     const int kv_len = kv_raw < 0 ? 0 : (kv_raw > p.max_kv_len ? p.max_kv_len : kv_raw);
-    if (p.errors && rg == 0 && kvh == 0 && tid == 0 && kv_len != kv_raw) atomicAdd(p.errors + 0, 1);
+    if (p.errors && rg == 0 && split == 0 && kvh == 0 && tid == 0 && kv_len != kv_raw) atomicAdd(p.errors + 0, 1);
 
     BlockRows br;
     br.kvh = kvh;
-    br.split = 0;
+    br.split = split;
     br.b = b;
     br.rg = rg;
     br.row0 = rg * kM;
@@ -354,6 +357,10 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
     keys.lo = p.window > 0 ? max(0, keys.pmin - p.window + 1) / kN * kN : 0;
     if (keys.pmin > keys.pmax) keys.hi = keys.lo;  // no row
     keys_seen_by_all(keys, p);
+    if (splits > 1) {  // this split's keys: split_len is a multiple of every tile size (the planner)
+      keys.lo = max(keys.lo, split * p.split_len);
+      keys.hi = min(keys.hi, (split + 1) * p.split_len);
+    }
     const int n_tiles = keys.hi > keys.lo ? (keys.hi - keys.lo + kN - 1) / kN : 0;
 
     const KvPlanes planes = kv_planes<PAGED>(p, b, kvh);
@@ -497,13 +504,26 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
     }
 
     pdl::launch_dependents();
-    // epilogue: full row sums, sinks, normalise, write O and LSE
+    // epilogue: full row sums; one split: sinks, normalise, write O and LSE; several: the
+    // split's partial (O unnormalised, (m, l)) for the combine kernel, as decode's write_rows
     PACKFA_UNROLL
     for (int r = 0; r < wave::kLaneRows; ++r) {
       const int R = 16 * w + wave::slot_row(r, lane);
       st[r].l = wave::row_sum(st[r].l);
       const RowInfo ri = rows[R];
       const bool valid = R < br.nrows;
+      if (splits > 1) {
+        if (!valid) continue;
+        const int64_t prow = ((static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.head) * splits + split;
+        float* po = p.part_o + prow * D;
+        PACKFA_UNROLL
+        for (int j = 0; j < D / 16; ++j)
+          PACKFA_UNROLL
+          for (int i = 0; i < 8; ++i)
+            if (wave::acc_slot(i) == r) po[16 * j + wave::acc_col(i, lane)] = o[j][i];
+        if (wave::row_leader(lane)) *reinterpret_cast<float2*>(p.part_ml + prow * 2) = make_float2(st[r].m, st[r].l);
+        continue;
+      }
       float f = 1.0f;
       if (p.sinks && valid) f = st[r].fold_sink(edit.sink(ri.head));
       const float inv = st[r].inv_sum() * f;
