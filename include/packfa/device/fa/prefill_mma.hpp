@@ -27,6 +27,7 @@
 #include "packfa/device/fa/score_edit.hpp"
 #include "packfa/device/fa/softmax.hpp"
 #include "packfa/device/fa/wave_mma.hpp"
+#include "packfa/device/fa/widen.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/device/kv_view.hpp"
 #include "packfa/format.hpp"
@@ -178,16 +179,24 @@ PACKFA_DEV void widen_tile(const char* raw, char* vt, float* ksf, int k_block, i
   if constexpr (!L::kVInPlace) {
     for (int i = tid; i < kN * (D / 16); i += L::kThreads) {
       const int key = i % kN, c = i / kN;
-      uint16_t h[16];
-      v_values16<VF>(raw + L::kRawV + key * L::kVPitch, raw + L::kRawVs + key * L::kVsPitch, c, h);
+      const char* vr = raw + L::kRawV + key * L::kVPitch;
+      const char* vsr = raw + L::kRawVs + key * L::kVsPitch;
       if constexpr (wave::kRdna) {
+        uint16_t h[16];
+        v_values16<VF>(vr, vsr, c, h);
         PACKFA_UNROLL
         for (int e = 0; e < 16; ++e)
           *reinterpret_cast<uint16_t*>(vt + wave::v_offset(key, 16 * c + e, L::kVtPitch)) = h[e];
       } else {
         uint32_t w[8];
-        PACKFA_UNROLL
-        for (int e = 0; e < 8; ++e) w[e] = static_cast<uint32_t>(h[2 * e]) | (static_cast<uint32_t>(h[2 * e + 1]) << 16);
+        if constexpr (v_is_blocked(VF)) {  // packed fp16 arithmetic, no conversions (fa/widen.hpp)
+          v_pairs16<VF>(vr, vsr, c, w);
+        } else {
+          uint16_t h[16];
+          v_values16<VF>(vr, vsr, c, h);
+          PACKFA_UNROLL
+          for (int e = 0; e < 8; ++e) w[e] = static_cast<uint32_t>(h[2 * e]) | (static_cast<uint32_t>(h[2 * e + 1]) << 16);
+        }
         uint4* dst = reinterpret_cast<uint4*>(vt + wave::v_offset(key, 16 * c, L::kVtPitch));
         dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
         dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
@@ -290,11 +299,17 @@ PACKFA_DEV void tile_scores(float (&s)[kT][8], const char* qw, const float* qdw,
         float kd[8];
         wave::load_key_vals(ksf + blk * L::kN + 16 * n, lane, kd);
         if constexpr (QK == QKMode::packed16_int8) {
-          int acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          // NVIDIA: the int32 sum starts at the bits of 2^23 + 2^22 (decision "prefill-biased-isum"):
+          // its bits as a float are then 12582912 + isum exactly (|isum| <= 32·127² < 2^22), so
+          // one FADD replaces the I2F, which issues at a quarter of the FP32 rate
+          constexpr int kBias = wave::kRdna ? 0 : 0x4B400000;
+          int acc[8] = {kBias, kBias, kBias, kBias, kBias, kBias, kBias, kBias};
           wave::mma_i8<KB>(acc, qi, wave::k_i8<KB>(kn, L::kKPitch, d0, lane));
           PACKFA_UNROLL
-          for (int i = 0; i < 8; ++i)
-            s[n][i] = fmaf(static_cast<float>(acc[i]), qd[wave::acc_slot(i)] * kd[i], s[n][i]);
+          for (int i = 0; i < 8; ++i) {
+            const float isum = wave::kRdna ? static_cast<float>(acc[i]) : __int_as_float(acc[i]) - 12582912.0f;
+            s[n][i] = fmaf(isum, qd[wave::acc_slot(i)] * kd[i], s[n][i]);
+          }
         } else {  // fp16 Q x the exact int8 values: fp32 block sum, times the K scale
           float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
           PACKFA_UNROLL

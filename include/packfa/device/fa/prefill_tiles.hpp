@@ -7,6 +7,7 @@
 
 #include "packfa/device/arch.hpp"
 #include "packfa/device/fa/wgmma.hpp"
+#include "packfa/device/fa/widen.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/device/kv_view.hpp"
 #include "packfa/format.hpp"
@@ -157,46 +158,8 @@ PACKFA_DEV void stage_rows(char* dst, const char* tile, int64_t slot, int n_vali
 // Widest copy (<= 16 bytes) that tiles a row of n bytes.
 constexpr int piece_width(int n) { return n % 16 == 0 ? 16 : (n % 8 == 0 ? 8 : (n % 4 == 0 ? 4 : 2)); }
 
-// ---- widening: 16 values of a raw row -> 8 fp16 pairs ------------------------------------------
-// int8 x4 -> fp16 pairs, exact (0x64xx is 1024 + byte); widen_i8x4 also times the scale pair s2.
-PACKFA_DEV void exact_i8x4(uint32_t x, uint32_t& lo, uint32_t& hi) {
-  const uint32_t y = x ^ 0x80808080u;
-  lo = arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4140), 0x64806480u);
-  hi = arch::hsub2(arch::byte_perm(y, 0x64646464u, 0x4342), 0x64806480u);
-}
-PACKFA_DEV void widen_i8x4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
-  exact_i8x4(x, lo, hi);
-  lo = arch::hmul2(lo, s2);
-  hi = arch::hmul2(hi, s2);
-}
-// four nibbles (one per byte, 0..15) -> (n - 8) · s
-PACKFA_DEV void widen_n4(uint32_t x, uint32_t s2, uint32_t& lo, uint32_t& hi) {
-  lo = arch::hmul2(arch::hsub2(arch::byte_perm(x, 0x64646464u, 0x4140), 0x64086408u), s2);
-  hi = arch::hmul2(arch::hsub2(arch::byte_perm(x, 0x64646464u, 0x4342), 0x64086408u), s2);
-}
-PACKFA_DEV uint32_t splat(uint16_t h) { return static_cast<uint32_t>(h) * 0x10001u; }
+// ---- widening: 16 values of a raw row -> 8 fp16 pairs (fa/widen.hpp) ---------------------------
 PACKFA_DEV uint32_t ld_u16(const char* p) { return *reinterpret_cast<const uint16_t*>(p); }
-// 16 bytes at a 2-byte aligned shared address.
-PACKFA_DEV uint4 ld16_a2(const char* p) {
-  const uint32_t a = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p) & 3);
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(p - a);
-  if (a == 0) return make_uint4(w[0], w[1], w[2], w[3]);
-  const uint32_t w4 = w[4];
-  return make_uint4(arch::byte_perm(w[0], w[1], 0x5432), arch::byte_perm(w[1], w[2], 0x5432),
-                    arch::byte_perm(w[2], w[3], 0x5432), arch::byte_perm(w[3], w4, 0x5432));
-}
-// 16 int8 -> 8 fp16 pairs, times the scale pair s2 (kScaled = false: the exact integers).
-template <bool kScaled = true>
-PACKFA_DEV void widen16_i8(const uint4 q, uint32_t s2, uint32_t (&h)[8]) {
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (kScaled)
-      widen_i8x4(w[i], s2, h[2 * i], h[2 * i + 1]);
-    else
-      exact_i8x4(w[i], h[2 * i], h[2 * i + 1]);
-  }
-}
 // 32 bytes of a shared raw row (16-byte aligned) as 8 words.
 PACKFA_DEV void ld32(const char* p, uint32_t (&h)[8]) {
   const uint4 a = *reinterpret_cast<const uint4*>(p), b = *reinterpret_cast<const uint4*>(p + 16);
@@ -251,23 +214,8 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       ld32(vr + 32 * c, h);
 #pragma unroll
       for (int e = 0; e < 8; ++e) h[e] = bf16x2_to_half2(h[e]);
-    } else if constexpr (VF == VFormat::q8_0_planar) {
-      const uint32_t s = splat(ld_u16(raw + L::kRawVs + key * L::kVsPitch + 2 * (c / 2)));
-      widen16_i8(*reinterpret_cast<const uint4*>(vr + 16 * c), s, h);
-    } else if constexpr (VF == VFormat::q8_0) {  // block c / 2: fp16 d, then 32 int8
-      const char* blk = vr + (c / 2) * kQ8_0BlockBytes;
-      widen16_i8(ld16_a2(blk + 2 + 16 * (c & 1)), splat(ld_u16(blk)), h);
-    } else {  // q4_0: block c / 2: fp16 d, 16 bytes; element j low nibble of byte j, j + 16 high
-      const char* blk = vr + (c / 2) * kQ4_0BlockBytes;
-      uint4 q = ld16_a2(blk + 2);
-      const uint32_t s = splat(ld_u16(blk));
-      const int sh = 4 * (c & 1);
-      q.x = (q.x >> sh) & 0x0f0f0f0fu, q.y = (q.y >> sh) & 0x0f0f0f0fu;
-      q.z = (q.z >> sh) & 0x0f0f0f0fu, q.w = (q.w >> sh) & 0x0f0f0f0fu;
-      widen_n4(q.x, s, h[0], h[1]);
-      widen_n4(q.y, s, h[2], h[3]);
-      widen_n4(q.z, s, h[4], h[5]);
-      widen_n4(q.w, s, h[6], h[7]);
+    } else {
+      v_pairs16<VF>(vr, raw + L::kRawVs + key * L::kVsPitch, c, h);
     }
     put16<L::kSwizzle>(vt, kN, key, c, h);
   };
