@@ -40,15 +40,15 @@ constexpr int round16(int x) { return (x + 15) / 16 * 16; }
 constexpr int odd16(int x) { return (round16(x) / 16) % 2 ? round16(x) : round16(x) + 16; }
 constexpr int piece_width(int n) { return n % 16 == 0 ? 16 : (n % 8 == 0 ? 8 : (n % 4 == 0 ? 4 : 2)); }
 
-// Shared-memory layout for kN keys a tile. Depends on the backend only (the host registry
-// reads it), not on the gfx generation.
-template <int D, VFormat VF, QKMode QK, bool kHip, int N>
+// Shared-memory layout for kN keys a tile and S raw slots. Depends on the backend only (the
+// host registry reads it), not on the gfx generation.
+template <int D, VFormat VF, QKMode QK, bool kHip, int N, int S>
 struct MmaLayoutN {
   static constexpr int kD = D;
   static constexpr int kWaves = 4, kThreads = 32 * kWaves;
   static constexpr int kM = 16 * kWaves;  // query rows a block
   static constexpr int kN = N;            // keys a tile
-  static constexpr int kSlots = kHip ? 1 : 2;                   // raw tiles in flight + 1
+  static constexpr int kSlots = S;                              // raw tiles in flight + 1 (RDNA: 1, synchronous)
   static constexpr bool kI8K = QK != QKMode::f16;               // packed16 K: int8 values
   static constexpr bool kI8Q = QK == QKMode::packed16_int8;     // Q quantized to int8
   static constexpr int kKRow = kI8K ? D : 2 * D, kKPitch = odd16(kKRow);
@@ -79,14 +79,25 @@ struct MmaLayoutN {
 // 8-16 bytes in D 96 / 128 instances; 16 keys: about 185 VGPRs, no scratch); NVIDIA 64, or 32
 // where 64 would pass the 99 KB of sm_86 / sm_89 (D 128 f16 K + bf16 V), and 16 at D 256 (O is
 // 128 registers a thread: with 32 keys ptxas spilled 4-28 bytes).
+// Raw slots (NVIDIA): 3 where they fit the 99 KB, so two tiles are in flight while one is
+// computed (decision "rows-split": with one tile in flight a block waited on the cache's
+// latency, two blocks a multiprocessor), else 2.
 template <int D, VFormat VF, QKMode QK, bool kHip>
 constexpr int mma_tile_keys() {
   if (kHip) return 16;
   if (D > 128) return 16;
-  return MmaLayoutN<D, VF, QK, false, 64>::kBytes <= 99 * 1024 ? 64 : 32;
+  return MmaLayoutN<D, VF, QK, false, 64, 2>::kBytes <= 99 * 1024 ? 64 : 32;
 }
 template <int D, VFormat VF, QKMode QK, bool kHip>
-using MmaLayoutOf = MmaLayoutN<D, VF, QK, kHip, mma_tile_keys<D, VF, QK, kHip>()>;
+constexpr int mma_raw_slots() {
+  if (kHip) return 1;
+#if defined(PACKFA_MMA_RAW_SLOTS)  // A/B builds (sm_90: up to 227 KB a block, prefill_mma_smem_limit)
+  return PACKFA_MMA_RAW_SLOTS;
+#endif
+  return MmaLayoutN<D, VF, QK, false, mma_tile_keys<D, VF, QK, false>(), 3>::kBytes <= 99 * 1024 ? 3 : 2;
+}
+template <int D, VFormat VF, QKMode QK, bool kHip>
+using MmaLayoutOf = MmaLayoutN<D, VF, QK, kHip, mma_tile_keys<D, VF, QK, kHip>(), mma_raw_slots<D, VF, QK, kHip>()>;
 template <int D, VFormat VF, QKMode QK>
 using MmaLayout = MmaLayoutOf<D, VF, QK,
 #if defined(PACKFA_BACKEND_HIP)
@@ -381,7 +392,7 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
     const KvPlanes planes = kv_planes<PAGED>(p, b, kvh);
     const KvView& view = planes.view;
     const KvPlane &pk = planes.k, &pks = planes.ks, &pv = planes.v, &pvs = planes.vs;
-    auto raw_slot = [&](int t) { return smem + L::kRaw + (L::kSlots == 2 ? (t & 1) : 0) * L::kRawBytes; };
+    auto raw_slot = [&](int t) { return smem + L::kRaw + (t % L::kSlots) * L::kRawBytes; };
     auto stage = [&](int t) {
       char* raw = raw_slot(t);
       const int t0 = keys.lo + t * kN;
@@ -415,13 +426,23 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
     const char* qw = smem + L::kQ + 16 * w * L::kQPitch;
     const float* qdw = reinterpret_cast<const float*>(smem + L::kQd) + 16 * w * L::kQBlocks;
     const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf);
-    if (L::kSlots == 2 && n_tiles > 0) stage(0);
+    // kSlots - 1 tiles in flight: one commit group per tile (an empty one past the last), so
+    // "all but the newest kSlots - 2 groups done" means tile t landed
+    constexpr int kAhead = L::kSlots - 1;
+    if constexpr (kAhead > 0) {
+      PACKFA_UNROLL
+      for (int i = 0; i < kAhead; ++i) {
+        if (i < n_tiles) stage(i);
+        else arch::copy_async_commit();
+      }
+    }
     for (int t = 0; t < n_tiles; ++t) {
       const int t0 = keys.lo + t * kN;
-      if constexpr (L::kSlots == 2) {
-        arch::copy_async_wait<0>();
+      if constexpr (kAhead > 0) {
+        arch::copy_async_wait<kAhead - 1>();
         __syncthreads();  // tile t landed for every thread; tile t - 1 is done (its slot, V tile free)
-        if (t + 1 < n_tiles) stage(t + 1);
+        if (t + kAhead < n_tiles) stage(t + kAhead);
+        else arch::copy_async_commit();
       } else {
         __syncthreads();  // tile t - 1 is done
         stage(t);
