@@ -24,6 +24,10 @@
 // kernel (prefill_mma.hpp); PACKFA_PREFILL_KERNEL=mma sends cc 9.0 to the warp-MMA kernel too,
 // so run this binary twice on an H200 (plain, and with PACKFA_PREFILL_KERNEL=mma): every case
 // then runs through both kernels, and the choice assertions check the kernel's name.
+// Rows split (decision "rows-split", src/dispatch.cu): on cc 9.0, calls below the prefill rule
+// with more than 16 rows a KV head (MTP rows, short chunks; V not bf16) run the warp-MMA
+// kernel in key splits merged by the combine kernel (rows_split_expected below);
+// PACKFA_ROWS_SPLIT=0 sends them to the decode kernel's row groups.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +37,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "device_problem.hpp"
@@ -93,20 +98,48 @@ bool prefill_expected(const AttnParams& p) {
          static_cast<int64_t>(p.nq) * (p.n_q_heads / p.n_kv_heads) >= min_rows();
 }
 
-bool is_prefill(const KernelChoice& c) { return c.name.rfind("fa_prefill", 0) == 0; }
+// The rows-split rule (src/dispatch.cu, rows_split_for) for a call the prefill rule leaves to
+// the decode kernel: cc 9.0, more rows a KV head than the decode kernel's widest class (16),
+// V not bf16 (the kernel widens V to fp16), PACKFA_ROWS_SPLIT not 0.
+bool rows_split_device() {
+  static const bool v = [] {
+    const DeviceInfo d = device_info(0);
+    const char* off = std::getenv("PACKFA_ROWS_SPLIT");
+    return d.present && d.backend == "cuda" && d.cc_major == 9 && d.cc_minor == 0 && !(off && std::strcmp(off, "0") == 0);
+  }();
+  return v;
+}
+bool rows_split_expected(const AttnParams& p) {
+  return rows_split_device() && !prefill_expected(p) && p.nq * (p.n_q_heads / p.n_kv_heads) > 16 &&
+         p.v.format != VFormat::bf16;
+}
 
-// Asserts the kernel the call gets: the prefill kernel in one split, or the decode kernel.
-void check_choice(const KernelChoice& c, bool want_prefill) {
+bool is_prefill(const KernelChoice& c) { return c.name.rfind("fa_prefill", 0) == 0; }
+bool is_decode(const KernelChoice& c) { return c.name.rfind("fa<", 0) == 0; }
+
+// What a call gets: the prefill kernel in one split, the warp-MMA kernel in key splits (rows
+// split), or the decode kernel.
+enum class Path { decode, prefill, rows_split };
+Path expected_path(const AttnParams& p) {
+  return prefill_expected(p) ? Path::prefill : rows_split_expected(p) ? Path::rows_split : Path::decode;
+}
+const char* path_name(Path w) { return w == Path::prefill ? "prefill" : w == Path::rows_split ? "rows split" : "decode"; }
+
+// Asserts the kernel the call gets (splits: the split count asked for, 0 = the planner's).
+void check_choice(const KernelChoice& c, Path want, int splits = 0) {
   INFO("kernel " << c.name << " splits=" << c.num_splits << " layout=" << c.layout << " why_not=" << c.why_not
-                 << " (prefill expected: " << want_prefill << ", PACKFA_PREFILL_MIN_ROWS=" << min_rows() << ")");
+                 << " (expected: " << path_name(want) << ", PACKFA_PREFILL_MIN_ROWS=" << min_rows() << ")");
   CHECK(c.compiled);
-  if (want_prefill) {
-    CHECK(is_prefill(c));
+  if (want == Path::prefill) {
     // which prefill kernel: the name says it (src/dispatch.cu)
     CHECK(c.name.rfind(mma_kernel() ? "fa_prefill_mma<" : "fa_prefill<", 0) == 0);
     CHECK(c.num_splits == 1);
+  } else if (want == Path::rows_split) {
+    CHECK(c.name.rfind("fa_prefill_mma<", 0) == 0);
+    CHECK(c.rows_per_block == 64);
+    if (splits > 0) CHECK(c.num_splits == splits);
   } else {
-    CHECK_FALSE(is_prefill(c));
+    CHECK(is_decode(c));
   }
 }
 
@@ -203,6 +236,7 @@ struct Extra {
   int page_size = 0;        // > 0: K/V through a scrambled NHD block table of such pages
   bool graph = false;       // captured in a CUDA graph (PDL on), launched 3 times
   bool want_prefill = true; // the case is meant for the prefill kernel (asserted against the rule)
+  int num_splits = 0;       // AttnParams::num_splits (0: the planner's)
 };
 
 // NHD page pool of one plane: the flat plane's rows of sequence b, key j at page
@@ -230,6 +264,7 @@ PoolPlane page_plane(const aligned_vector<uint8_t>& flat, const Strides& fs, int
 struct Result {
   double err = 0, lse_err = 0;
   KernelChoice choice;
+  Path path = Path::decode;    // what the dispatch rule says (run_case asserts the choice follows it)
   std::vector<double> o, lse;  // what the GPU wrote (dense, as the reference)
 };
 
@@ -335,6 +370,7 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
   DeviceBuffer errs(4 * kNumErrorCounters);
   CUDA_CHECK(cudaMemset(errs.ptr, 0, 4 * kNumErrorCounters));
   p.errors = errs.as<int>();
+  p.num_splits = x.num_splits;
 
   Result r;
   {
@@ -348,7 +384,8 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
     REQUIRE(want);
   }
   INFO(describe(cfg));
-  check_choice(r.choice, want);
+  r.path = expected_path(p);
+  check_choice(r.choice, r.path, x.num_splits);
   if (x.page_size > 0) CHECK(r.choice.layout == "paged" + std::to_string(x.page_size));
 
   if (x.graph) {
@@ -656,21 +693,118 @@ TEST_CASE("prefill: in a CUDA graph with PDL, launched repeatedly", "[prefill]")
   check(c, x);
 }
 
-// Which kernel: nq <= 16 always the decode kernel (its A/B in packfa-bench must not move),
-// above it the prefill kernel from PACKFA_PREFILL_MIN_ROWS rows (nq · q heads per KV head).
-// Small cases also run against the reference (the decode kernel at 2e-3 is no news, but the
-// choice must lead to a correct call).
+// Rows split (cc 9.0; decision "rows-split"): up to 16 new rows a sequence with 2-8 q heads a KV
+// head run the warp-MMA kernel in key splits. Forced split counts: 1 (the kernel writes the
+// final output), 3 and 17 (partials + the combine), 0 (the planner's; asserted > 1 on the long
+// cache). Every case also asserts the path (run_case: rows_split_expected) and, on other
+// devices or with PACKFA_ROWS_SPLIT=0, runs the decode kernel against the same reference.
+TEST_CASE("rows split: MTP rows in key splits, every V format, dot mode and option", "[prefill][rows_split]") {
+  auto mtp = [](int D, VFormat vf, int nq, int H, int G, int prefix, int splits) {
+    ProblemConfig c = pcfg(D, vf, nq, H, G, prefix);
+    Extra x;
+    x.want_prefill = false;
+    x.num_splits = splits;
+    return std::make_pair(c, x);
+  };
+  for (VFormat vf : {VFormat::q8_0, VFormat::q4_0, VFormat::f16, VFormat::q8_0_planar})
+    for (int mode = 0; mode < 3; ++mode)  // int8 dot, fp16-Q dot, f16 K
+      for (int splits : {1, 3, 17}) {
+        auto [c, x] = mtp(128, vf, 8, 8, 2, 3000, splits);  // 32 rows a KV head: one part-filled row tile
+        if (mode >= 1) c.dot = DotMode::f16;
+        if (mode == 2) c.k_format = KFormat::f16;
+        check(c, x);
+      }
+  for (int D : {64, 80, 96, 112, 256}) {  // every head dim; block 16 where D % 32 != 0
+    auto [c, x] = mtp(D, D % 32 ? VFormat::f16 : VFormat::q8_0, 16, 8, 1, 2000, 5);  // 128 rows: two row tiles
+    check(c, x);
+  }
+  {  // the planner's split count on a long cache, and the bench's MTP shape
+    auto [c, x] = mtp(128, VFormat::q8_0, 16, 32, 8, 40000, 0);
+    const Result r = check(c, x);
+    INFO("ran " << r.choice.name << " splits=" << r.choice.num_splits);
+    if (rows_split_device()) CHECK(r.choice.num_splits > 1);
+  }
+  for (VFormat vf : {VFormat::q8_0, VFormat::f16}) {  // the options, 7 splits
+    auto [c, x] = mtp(128, vf, 6, 16, 4, 2500, 7);
+    c.window = 700;
+    check(c, x);
+    c.window = 0;
+    c.mask = true;
+    c.seed = ++g_seed;
+    check(c, x);
+    c.mask = false;
+    c.softcap = 20.0f;
+    c.sinks = true;
+    c.seed = ++g_seed;
+    check(c, x);
+    c.softcap = 0.0f;
+    c.alibi_max_bias = 8.0f;
+    c.seed = ++g_seed;
+    check(c, x);
+    x.head_masks = true;
+    x.ggml_alibi = true;
+    c.seed = ++g_seed;
+    check(c, x);
+    x.head_masks = x.ggml_alibi = false;
+    c.alibi_max_bias = 0.0f;
+    c.explicit_q_pos = true;
+    c.seed = ++g_seed;
+    check(c, x);
+    c.explicit_q_pos = false;
+    c.smooth_shift = c.smooth_scale = true;
+    c.k_block = 16;
+    c.seed = ++g_seed;
+    check(c, x);
+    c.causal = false;
+    c.seed = ++g_seed;
+    check(c, x);
+  }
+  {  // varlen: short and empty sequences leave splits without keys (m = -inf partials)
+    auto [c, x] = mtp(128, VFormat::q4_0, 12, 8, 2, 0, 9);
+    c.batch = 4;
+    c.kv_lens = {0, 5, 12, 4000};
+    c.kv_len = 4000;
+    c.capacity = 4032;
+    c.sinks = true;
+    check(c, x);
+    x.num_splits = 0;
+    c.seed = ++g_seed;
+    check(c, x);
+  }
+  for (int ps : {16, 256}) {  // paged
+    auto [c, x] = mtp(128, VFormat::q8_0, 8, 8, 2, 0, 4);
+    c.batch = 3;
+    c.kv_lens = {105, 3000, 133};
+    c.kv_len = 3000;
+    c.capacity = 3000;
+    x.page_size = ps;
+    check(c, x);
+  }
+  {  // a CUDA graph with PDL: split kernel + combine, launched repeatedly
+    auto [c, x] = mtp(128, VFormat::q8_0, 16, 16, 2, 5000, 0);
+    x.graph = true;
+    check(c, x);
+  }
+}
+
+// Which kernel: nq <= 16 never the prefill kernel (up to 16 rows a KV head the decode kernel,
+// more the rows split on cc 9.0), above it the prefill kernel from PACKFA_PREFILL_MIN_ROWS rows
+// (nq · q heads per KV head). Small cases also run against the reference (the decode kernel at
+// 2e-3 is no news, but the choice must lead to a correct call).
 TEST_CASE("prefill: dispatch — small nq to decode, the threshold, the rule", "[prefill][dispatch]") {
   struct S {
     int nq, H, G;
+    bool split;  // more than 16 rows a KV head: the rows split where the device has it
   };
-  for (S s : {S{1, 32, 8}, S{4, 32, 8}, S{16, 64, 8}, S{16, 8, 1}, S{16, 4, 4}}) {
+  for (S s : {S{1, 32, 8, false}, S{4, 32, 8, false}, S{16, 64, 8, true}, S{16, 8, 1, true}, S{16, 4, 4, false},
+              S{5, 32, 8, true}}) {
     ProblemConfig c = pcfg(128, VFormat::q8_0, s.nq, s.H, s.G, 500);
     Extra x;
     x.want_prefill = false;
     const Result r = check(c, x);
     INFO("nq=" << s.nq << " H=" << s.H << " G=" << s.G << " ran " << r.choice.name);
-    CHECK_FALSE(is_prefill(r.choice));
+    CHECK(r.choice.name.rfind("fa_prefill<", 0) != 0);
+    CHECK(is_decode(r.choice) == !(s.split && rows_split_device()));
   }
   const int T = min_rows();
   INFO("PACKFA_PREFILL_MIN_ROWS=" << T);
@@ -686,7 +820,7 @@ TEST_CASE("prefill: dispatch — small nq to decode, the threshold, the rule", "
       const Result r = check(c, x);
       const bool want = prefill_device() && nq > 16 && nq * group >= T;
       INFO("nq=" << nq << " group=" << group << " rows=" << nq * group << " ran " << r.choice.name);
-      CHECK(is_prefill(r.choice) == want);
+      CHECK((r.path == Path::prefill) == want);  // and run_case asserted the kernel of r.path
     }
   }
   // the rule on a prefill shape with PACKFA_PREFILL unset means prefill on this device class
@@ -703,11 +837,13 @@ TEST_CASE("prefill: dispatch — small nq to decode, the threshold, the rule", "
   }
 }
 
-// The same rows through both kernels on one cache: the prefill call over nq = 96 rows, and the
-// decode kernel over the same rows 16 at a time (nq = 16 always goes to decode; q_pos makes
-// each slice keep its positions). Long cached prefix (40k keys); both must also meet the
-// reference. The two outputs agree within the sum of their tolerances.
-TEST_CASE("prefill == decode kernel on the same rows, 40k-key prefix", "[prefill][decode]") {
+// The same rows through three paths on one cache: the prefill call over nq = 96 rows, then the
+// same rows 8 at a time (16 rows a KV head: the decode kernel) and 16 at a time (32 rows: the
+// rows split on cc 9.0, else decode); q_pos makes each slice keep its positions. Long cached
+// prefix (40k keys, so the rows split runs in many key splits); the prefill call must also
+// meet the reference. Each slice output agrees with the prefill one within the sum of their
+// tolerances.
+TEST_CASE("prefill == decode kernel == rows split on the same rows, 40k-key prefix", "[prefill][decode]") {
   struct M {
     VFormat vf;
     KFormat kf;
@@ -721,32 +857,36 @@ TEST_CASE("prefill == decode kernel on the same rows, 40k-key prefix", "[prefill
     c.sinks = true;
     HostProblem hp;
     const Result pre = check(c, {}, &hp);  // the prefill call, against the reference
-    DeviceProblem dp(hp, c.k_format, c.v_format);
-    const int NQ = c.nq, H = c.n_q_heads, D = c.head_dim, S = 16;
-    DeviceBuffer dpos(4 * S);
-    for (int i0 = 0; i0 < NQ; i0 += S) {
-      std::vector<int32_t> pos(S);
-      for (int i = 0; i < S; ++i) pos[i] = hp.kv_len[0] - NQ + i0 + i;
-      CUDA_CHECK(cudaMemcpy(dpos.ptr, pos.data(), 4 * S, cudaMemcpyHostToDevice));
-      AttnParams p = dp.params;
-      p.nq = S;
-      p.q.data = static_cast<const char*>(p.q.data) + static_cast<int64_t>(i0) * p.q.row_stride * esize(p.q.type);
-      p.o.data = static_cast<char*>(p.o.data) + static_cast<int64_t>(i0) * p.o.row_stride * esize(p.o.type);
-      p.lse = p.lse + static_cast<int64_t>(i0) * H;
-      p.q_pos = dpos.as<int32_t>();
-      KernelChoice ch;
-      REQUIRE(select_kernel(p, 0, &ch).ok());
-      INFO("decode slice at row " << i0 << " ran " << ch.name);
-      CHECK_FALSE(is_prefill(ch));
-      REQUIRE(fa_packed16_forward(p, nullptr).ok());
-      CUDA_CHECK(cudaDeviceSynchronize());  // dpos is rewritten for the next slice
+    for (int S : {8, 16}) {
+      DeviceProblem dp(hp, c.k_format, c.v_format);
+      const int NQ = c.nq, H = c.n_q_heads, D = c.head_dim;
+      const bool split = S * (H / c.n_kv_heads) > 16 && rows_split_device();
+      DeviceBuffer dpos(4 * S);
+      for (int i0 = 0; i0 < NQ; i0 += S) {
+        std::vector<int32_t> pos(S);
+        for (int i = 0; i < S; ++i) pos[i] = hp.kv_len[0] - NQ + i0 + i;
+        CUDA_CHECK(cudaMemcpy(dpos.ptr, pos.data(), 4 * S, cudaMemcpyHostToDevice));
+        AttnParams p = dp.params;
+        p.nq = S;
+        p.q.data = static_cast<const char*>(p.q.data) + static_cast<int64_t>(i0) * p.q.row_stride * esize(p.q.type);
+        p.o.data = static_cast<char*>(p.o.data) + static_cast<int64_t>(i0) * p.o.row_stride * esize(p.o.type);
+        p.lse = p.lse + static_cast<int64_t>(i0) * H;
+        p.q_pos = dpos.as<int32_t>();
+        KernelChoice ch;
+        REQUIRE(select_kernel(p, 0, &ch).ok());
+        INFO("slice of " << S << " at row " << i0 << " ran " << ch.name << " splits=" << ch.num_splits);
+        check_choice(ch, split ? Path::rows_split : Path::decode);
+        if (split) CHECK(ch.num_splits > 1);
+        REQUIRE(fa_packed16_forward(p, nullptr).ok());
+        CUDA_CHECK(cudaDeviceSynchronize());  // dpos is rewritten for the next slice
+      }
+      const std::vector<double> o = download(c.o_type, dp.params.o.data, static_cast<int64_t>(NQ) * H * D);
+      const std::vector<double> lse = download(DType::f32, dp.params.lse, static_cast<int64_t>(NQ) * H);
+      const double err = rel_err(o, pre.o), lerr = lse_error(lse, pre.lse);
+      INFO(describe(c) << " slices of " << S << ", prefill kernel " << pre.choice.name
+                       << ": |O_slices - O_prefill| / |O_prefill| = " << err << ", max |LSE diff| = " << lerr);
+      CHECK(err <= 3e-3);
+      CHECK(lerr <= 2e-3);
     }
-    const std::vector<double> o = download(c.o_type, dp.params.o.data, static_cast<int64_t>(NQ) * H * D);
-    const std::vector<double> lse = download(DType::f32, dp.params.lse, static_cast<int64_t>(NQ) * H);
-    const double err = rel_err(o, pre.o), lerr = lse_error(lse, pre.lse);
-    INFO(describe(c) << " prefill kernel " << pre.choice.name << ": |O_decode - O_prefill| / |O_prefill| = " << err
-                     << ", max |LSE diff| = " << lerr);
-    CHECK(err <= 3e-3);
-    CHECK(lerr <= 2e-3);
   }
 }

@@ -114,6 +114,11 @@ constexpr bool mma_layout_fits(int bytes, bool hip) { return bytes <= (hip ? 64 
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 
+// Blocks a multiprocessor should hold (launch bounds); A/B builds may ask for more.
+#ifndef PACKFA_MMA_MIN_BLOCKS
+#define PACKFA_MMA_MIN_BLOCKS 1
+#endif
+
 // Rows [t0, t0 + kN) of a plane into dst (kPitch apart) in W-byte pieces, keys >= valid
 // zero-filled.
 template <int kN, int kRow, int W, int kPitch, int kThreads>
@@ -335,7 +340,7 @@ PACKFA_DEV void tile_scores(float (&s)[kT][8], const char* qw, const float* qdw,
 }
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
-__global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelParams p) {
+__global__ void __launch_bounds__(128, PACKFA_MMA_MIN_BLOCKS) fa_prefill_mma_kernel(const FaKernelParams p) {
   using L = MmaLayout<D, VF, QK>;
   constexpr int kN = L::kN, kM = L::kM, kT = kN / 16;
   static_assert(L::kThreads == 128, "launch bounds");
