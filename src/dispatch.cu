@@ -265,26 +265,35 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
 // kernel's rule. The decode kernel runs such rows as groups of 16 and each group reads the
 // whole cache again; the warp-MMA prefill kernel takes 64 rows a block (16 a warp, one staged
 // tile shared by the four warps) and its blocks split the keys as decode's do, merged by the
-// same combine. cc 9.0 only: measured there (bench/NOTES.md, session 14); cc 8.x and RDNA keep
-// the decode kernel until measured. PACKFA_ROWS_SPLIT=0 (read once) turns it off.
-bool rows_split_on() {
-  static const bool on = [] {
+// same combine. Where it is faster (H200, bench/NOTES.md session 14; D 128, q8_0 and f16 V):
+// at least 64 rows a KV head, kv >= 16k, at least 8 (sequence, KV head, row tile) blocks before
+// splitting, D <= 128 — e.g. nq 16 x 32/8 heads at 32k 1.07x, 128k 1.19x, f16 V 1.44x; below
+// that the decode kernel won (nq 8: 0.67x, nq 16 at 4k: 0.82x, 16/2 heads 0.97x). cc 9.0 only:
+// cc 8.x and RDNA keep the decode kernel until measured. PACKFA_ROWS_SPLIT (read once): 0 off,
+// 1 every call with more than 16 rows a KV head (tests), unset the rule.
+int rows_split_mode() {
+  static const int mode = [] {
     const char* e = std::getenv("PACKFA_ROWS_SPLIT");
-    return !(e && e[0] == '0');
+    return !e || !e[0] ? 0 : e[0] == '0' ? -1 : 1;
   }();
-  return on;
+  return mode;
 }
-const FaInstance* rows_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk) {
+const FaInstance* rows_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
 #if defined(PACKFA_BACKEND_HIP)
-  (void)p, (void)f, (void)qk;
+  (void)p, (void)f, (void)qk, (void)rows;
   return nullptr;
 #else
   // bf16 V: the kernel widens V to fp16, whose range is narrower (decode keeps bf16 V scalar)
-  if (!rows_split_on() || !(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16) return nullptr;
-  const bool paged = p.paged.page_size > 0;
-  const PrefillInstance& e =
-      prefill_mma_registry().table[paged ? 1 : 0][static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
-  return prefill_rows_fit(p, f, e) ? &e.fa : nullptr;
+  const int mode = rows_split_mode();
+  if (mode < 0 || !(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16) return nullptr;
+  const PrefillInstance& e = prefill_mma_registry().table[p.paged.page_size > 0 ? 1 : 0][static_cast<int>(qk)]
+                                                         [head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
+  if (!prefill_rows_fit(p, f, e)) return nullptr;
+  if (mode == 0) {
+    const int64_t tiles = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + e.fa.rows_per_block - 1) / e.fa.rows_per_block);
+    if (rows < 64 || p.max_kv_len < 16384 || tiles < 8 || p.head_dim > 128) return nullptr;
+  }
+  return &e.fa;
 #endif
 }
 // Splits as decode plans them (plan() below): one sequence, one round of the resident blocks;
@@ -369,7 +378,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   if (rows > kRowClasses[kNumRowClasses - 1]) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
-    if (const FaInstance* e = rows_split_for(p, f, qk)) {
+    if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
       PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
       if (want_name)
         out->name = std::string("fa_prefill_mma<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +

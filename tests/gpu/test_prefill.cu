@@ -26,8 +26,10 @@
 // then runs through both kernels, and the choice assertions check the kernel's name.
 // Rows split (decision "rows-split", src/dispatch.cu): on cc 9.0, calls below the prefill rule
 // with more than 16 rows a KV head (MTP rows, short chunks; V not bf16) run the warp-MMA
-// kernel in key splits merged by the combine kernel (rows_split_expected below);
-// PACKFA_ROWS_SPLIT=0 sends them to the decode kernel's row groups.
+// kernel in key splits merged by the combine kernel. This binary sets PACKFA_ROWS_SPLIT=1
+// before main unless the environment gives it (every such call, not only the shapes of the
+// speed rule, which test_attention asserts), so the small cases here cover the path;
+// PACKFA_ROWS_SPLIT=0 sends them to the decode kernel's row groups (rows_split_expected).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -55,6 +57,7 @@ namespace {
 // Before main, before any packfa call: the threshold the library reads once (lazily).
 const bool g_threshold_set = [] {
   setenv("PACKFA_PREFILL_MIN_ROWS", "64", 0);
+  setenv("PACKFA_ROWS_SPLIT", "1", 0);
   return true;
 }();
 
@@ -99,13 +102,14 @@ bool prefill_expected(const AttnParams& p) {
 }
 
 // The rows-split rule (src/dispatch.cu, rows_split_for) for a call the prefill rule leaves to
-// the decode kernel: cc 9.0, more rows a KV head than the decode kernel's widest class (16),
-// V not bf16 (the kernel widens V to fp16), PACKFA_ROWS_SPLIT not 0.
+// the decode kernel, with PACKFA_ROWS_SPLIT=1 (this binary's default): cc 9.0, more rows a KV
+// head than the decode kernel's widest class (16), V not bf16 (the kernel widens V to fp16).
+// Another value: 0 none; unset is not this binary's case (g_threshold_set).
 bool rows_split_device() {
   static const bool v = [] {
     const DeviceInfo d = device_info(0);
-    const char* off = std::getenv("PACKFA_ROWS_SPLIT");
-    return d.present && d.backend == "cuda" && d.cc_major == 9 && d.cc_minor == 0 && !(off && std::strcmp(off, "0") == 0);
+    const char* e = std::getenv("PACKFA_ROWS_SPLIT");
+    return d.present && d.backend == "cuda" && d.cc_major == 9 && d.cc_minor == 0 && e && std::strcmp(e, "0") != 0;
   }();
   return v;
 }
