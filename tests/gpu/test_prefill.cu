@@ -713,7 +713,7 @@ TEST_CASE("rows split: MTP rows in key splits, every V format, dot mode and opti
   for (VFormat vf : {VFormat::q8_0, VFormat::q4_0, VFormat::f16, VFormat::q8_0_planar})
     for (int mode = 0; mode < 3; ++mode)  // int8 dot, fp16-Q dot, f16 K
       for (int splits : {1, 3, 17}) {
-        auto [c, x] = mtp(128, vf, 8, 8, 2, 3000, splits);  // 32 rows a KV head: one part-filled row tile
+        auto [c, x] = mtp(128, vf, 8, 8, 2, 3256, splits);  // 32 rows a KV head (a part-filled row tile); kv 3264 = 17 x 192 = 3 x 1088
         if (mode >= 1) c.dot = DotMode::f16;
         if (mode == 2) c.k_format = KFormat::f16;
         check(c, x);
