@@ -265,12 +265,15 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
 // kernel's rule. The decode kernel runs such rows as groups of 16 and each group reads the
 // whole cache again; the warp-MMA prefill kernel takes 64 rows a block (16 a warp, one staged
 // tile shared by the four warps) and its blocks split the keys as decode's do, merged by the
-// same combine. Where it is faster (H200, bench/NOTES.md session 14; D 128, q8_0 and f16 V):
-// at least 64 rows a KV head, kv >= 16k, at least 8 (sequence, KV head, row tile) blocks before
-// splitting, D <= 128 — e.g. nq 16 x 32/8 heads at 32k 1.07x, 128k 1.19x, f16 V 1.44x; below
-// that the decode kernel won (nq 8: 0.67x, nq 16 at 4k: 0.82x, 16/2 heads 0.97x). cc 9.0 only:
-// cc 8.x and RDNA keep the decode kernel until measured. PACKFA_ROWS_SPLIT (read once): 0 off,
-// 1 every call with more than 16 rows a KV head (tests), unset the rule.
+// same combine. The rule is where it measured faster (H200, bench/NOTES.md session 14, full
+// build, against the decode kernel in one run): D 128, int8 dot, q8_0 / q4_0 / f16 V, at least
+// 64 rows a KV head, kv >= 32k, at least 8 (sequence, KV head, row tile) blocks — nq 16 x
+// 32/8 heads: 32k 1.08x, 128k 1.18x, q4_0 at 128k 1.12x, f16 V 1.44x; nq 64 at 32k 1.18x.
+// Left to decode: equal or slower there (D 64 1.00x, kv 16k 1.00x, the fp16-Q dot 0.99x,
+// nq 8 0.67x, kv 4k 0.82x, 16/2 heads 0.97x) or not measured (other head dims, V formats,
+// f16 K). cc 9.0 only: cc 8.x and RDNA keep the decode kernel until measured.
+// PACKFA_ROWS_SPLIT (read once): 0 off, 1 every call with more than 16 rows a KV head (tests),
+// unset the rule.
 int rows_split_mode() {
   static const int mode = [] {
     const char* e = std::getenv("PACKFA_ROWS_SPLIT");
@@ -291,7 +294,9 @@ const FaInstance* rows_split_for(const AttnParams& p, const DeviceFacts& f, QKMo
   if (!prefill_rows_fit(p, f, e)) return nullptr;
   if (mode == 0) {
     const int64_t tiles = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + e.fa.rows_per_block - 1) / e.fa.rows_per_block);
-    if (rows < 64 || p.max_kv_len < 16384 || tiles < 8 || p.head_dim > 128) return nullptr;
+    const bool measured = p.head_dim == 128 && qk == QKMode::packed16_int8 &&
+                          (p.v.format == VFormat::q8_0 || p.v.format == VFormat::q4_0 || p.v.format == VFormat::f16);
+    if (!measured || rows < 64 || p.max_kv_len < 32768 || tiles < 8) return nullptr;
   }
   return &e.fa;
 #endif

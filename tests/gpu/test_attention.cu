@@ -425,37 +425,49 @@ TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention]
 
 // Rows split (decision "rows-split", src/dispatch.cu): with PACKFA_ROWS_SPLIT unset, cc 9.0
 // runs calls below the prefill rule on the warp-MMA kernel in key splits where that measured
-// faster — at least 64 rows a KV head, kv >= 16k, at least 8 (sequence, KV head, row tile)
-// blocks, D <= 128, V not bf16 — and everything else on the decode kernel. The choice of each
-// shape is asserted (the bench's MTP shapes among them); one call of the rule's path runs
-// against the reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
+// faster — D 128, int8 dot, q8_0 / q4_0 / f16 V, at least 64 rows a KV head, kv >= 32k, at
+// least 8 (sequence, KV head, row tile) blocks — and everything else on the decode kernel.
+// The choice is asserted on one side of each edge of the rule (select_kernel only: a cache of
+// 32k keys a KV head, one shape per cache); one call of the rule's path runs against the
+// reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
 TEST_CASE("rows split: the speed rule", "[attention][dispatch]") {
   const DeviceInfo d = device_info(0);
   const char* env = std::getenv("PACKFA_ROWS_SPLIT");
   const bool rule = d.cc_major == 9 && d.cc_minor == 0 && !(env && env[0]);
   struct S {
-    int nq, H, G, kv, D;
+    int D;
     VFormat vf;
+    DotMode dot;
+    int nq, H, G, kv;
     bool split;  // what the rule says on cc 9.0
   };
-  for (S s : {S{16, 32, 8, 32768, 128, VFormat::q8_0, true}, S{16, 32, 8, 40000, 128, VFormat::q4_0, true},
-              S{64, 32, 8, 32768, 128, VFormat::q8_0, true}, S{16, 32, 8, 32768, 128, VFormat::f16, true},
-              S{16, 32, 8, 32768, 64, VFormat::q8_0, true}, S{16, 32, 8, 4096, 128, VFormat::q8_0, false},
-              S{8, 32, 8, 32768, 128, VFormat::q8_0, false}, S{16, 16, 2, 32768, 128, VFormat::q8_0, false},
-              S{16, 32, 8, 32768, 256, VFormat::q8_0, false}, S{16, 32, 8, 32768, 128, VFormat::bf16, false},
-              S{4, 32, 8, 32768, 128, VFormat::q8_0, false}}) {
+  const S shapes[] = {
+      {128, VFormat::q8_0, DotMode::int8, 16, 32, 8, 32768, true},    // the bench's MTP shape
+      {128, VFormat::q4_0, DotMode::int8, 16, 16, 4, 32768, false},   // 4 row-tile blocks
+      {128, VFormat::f16, DotMode::int8, 16, 32, 8, 32768, true},
+      {128, VFormat::q8_0, DotMode::f16, 16, 32, 8, 32768, false},    // fp16-Q dot
+      {128, VFormat::q8_0, DotMode::int8, 15, 32, 8, 32768, false},   // 60 rows a KV head
+      {128, VFormat::q8_0, DotMode::int8, 16, 32, 8, 32767, false},   // kv below 32k
+      {64, VFormat::q8_0, DotMode::int8, 16, 32, 8, 32768, false},    // head dim
+      {128, VFormat::q8_0_planar, DotMode::int8, 16, 32, 8, 32768, false},
+  };
+  for (const S& s : shapes) {
     ProblemConfig c = base(s.D, s.vf, s.nq, s.H, s.G, s.kv);
+    c.dot = s.dot;
     HostProblem hp;
     REQUIRE(make_problem(c, &hp).ok());
     DeviceProblem dp(hp, c.k_format, c.v_format);
     KernelChoice ch;
     REQUIRE(select_kernel(dp.params, 0, &ch).ok());
-    INFO(describe(c) << " ran " << ch.name << " splits=" << ch.num_splits << " (rule applies: " << rule << ")");
-    CHECK((ch.name.rfind("fa_prefill_mma<", 0) == 0) == (rule && s.split));
-    CHECK((ch.name.rfind("fa<", 0) == 0) == !(rule && s.split));
-    if (rule && s.split) CHECK(ch.num_splits > 1);
+    INFO(describe(c) << " max_kv_len=" << dp.params.max_kv_len << " ran " << ch.name << " splits=" << ch.num_splits
+                     << " (rule applies: " << rule << ")");
+    const bool want = rule && s.split && dp.params.max_kv_len >= 32768;
+    CHECK((ch.name.rfind("fa_prefill_mma<", 0) == 0) == want);
+    CHECK((ch.name.rfind("fa<", 0) == 0) == !want);
+    if (want) CHECK(ch.num_splits > 1);
   }
-  ProblemConfig c = base(128, VFormat::q8_0, 16, 32, 8, 16500);
+  ProblemConfig c = base(128, VFormat::q8_0, 16, 16, 4, 32768);  // 2 sequences x 4 KV heads: 8 row-tile blocks
+  c.batch = 2;
   const Result r = check(c);
   INFO("ran " << r.kernel);
   CHECK((r.choice.name.rfind("fa_prefill_mma<", 0) == 0) == rule);

@@ -79,9 +79,10 @@ struct MmaLayoutN {
 // 8-16 bytes in D 96 / 128 instances; 16 keys: about 185 VGPRs, no scratch); NVIDIA 64, or 32
 // where 64 would pass the 99 KB of sm_86 / sm_89 (D 128 f16 K + bf16 V), and 16 at D 256 (O is
 // 128 registers a thread: with 32 keys ptxas spilled 4-28 bytes).
-// Raw slots (NVIDIA): 3 where they fit the 99 KB, so two tiles are in flight while one is
-// computed (decision "rows-split": with one tile in flight a block waited on the cache's
-// latency, two blocks a multiprocessor), else 2.
+// Raw slots (NVIDIA): 3 at D <= 128 where they fit the 99 KB, so two tiles are in flight while
+// one is computed (decision "rows-split"; measured the same speed as 2 there, and 4 was 1-2%
+// slower, H200 session 14), else 2 (D 256 with 3: ptxas spilled 4 bytes in the fp16-Q f16-V
+// instance).
 template <int D, VFormat VF, QKMode QK, bool kHip>
 constexpr int mma_tile_keys() {
   if (kHip) return 16;
@@ -94,7 +95,7 @@ constexpr int mma_raw_slots() {
 #if defined(PACKFA_MMA_RAW_SLOTS)  // A/B builds (sm_90: up to 227 KB a block, prefill_mma_smem_limit)
   return PACKFA_MMA_RAW_SLOTS;
 #endif
-  return MmaLayoutN<D, VF, QK, false, mma_tile_keys<D, VF, QK, false>(), 3>::kBytes <= 99 * 1024 ? 3 : 2;
+  return D <= 128 && MmaLayoutN<D, VF, QK, false, mma_tile_keys<D, VF, QK, false>(), 3>::kBytes <= 99 * 1024 ? 3 : 2;
 }
 template <int D, VFormat VF, QKMode QK, bool kHip>
 using MmaLayoutOf = MmaLayoutN<D, VF, QK, kHip, mma_tile_keys<D, VF, QK, kHip>(), mma_raw_slots<D, VF, QK, kHip>()>;
