@@ -1,9 +1,10 @@
-// packfa/device/fa/widen.hpp — raw cache bytes to fp16 pairs in packed fp16 arithmetic (NVIDIA
-// sm_80+; the prefill kernels' widening of V and of packed16 K; elsewhere never called). int8 and nibbles become exact
-// fp16 integers through the 0x6400 trick (the byte in the mantissa of 1024), then one fp16
-// multiply by the block scale: the exact product rounded once, as float(q) · d rounded to fp16
-// (an 8-bit integer times an 11-bit significand is exact in fp32), with no conversion
-// instructions (I2F / F2F issue at a quarter of the FP32 rate on sm_90).
+// packfa/device/fa/widen.hpp — raw cache bytes to fp16 pairs in packed fp16 arithmetic
+// (NVIDIA sm_80+: both prefill kernels' widening of V, and of packed16 K in the wgmma kernel;
+// elsewhere never called). int8 and nibbles become exact fp16 integers through the 0x6400
+// trick (the byte in the mantissa of 1024), then one fp16 multiply by the block scale: the
+// exact product rounded once, as float(q) · d rounded to fp16 (an 8-bit integer times an
+// 11-bit significand is exact in fp32), with no conversion instructions (I2F / F2F issue at a
+// quarter of the FP32 rate on sm_90).
 #pragma once
 
 #include <cstdint>
