@@ -92,9 +92,6 @@ constexpr int mma_tile_keys() {
 template <int D, VFormat VF, QKMode QK, bool kHip>
 constexpr int mma_raw_slots() {
   if (kHip) return 1;
-#if defined(PACKFA_MMA_RAW_SLOTS)  // A/B builds (sm_90: up to 227 KB a block, prefill_mma_smem_limit)
-  return PACKFA_MMA_RAW_SLOTS;
-#endif
   return D <= 128 && MmaLayoutN<D, VF, QK, false, mma_tile_keys<D, VF, QK, false>(), 3>::kBytes <= 99 * 1024 ? 3 : 2;
 }
 template <int D, VFormat VF, QKMode QK, bool kHip>
@@ -114,11 +111,6 @@ using MmaLayout = MmaLayoutOf<D, VF, QK,
 constexpr bool mma_layout_fits(int bytes, bool hip) { return bytes <= (hip ? 64 * 1024 : 227 * 1024); }
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
-
-// Blocks a multiprocessor should hold (launch bounds); A/B builds may ask for more.
-#ifndef PACKFA_MMA_MIN_BLOCKS
-#define PACKFA_MMA_MIN_BLOCKS 1
-#endif
 
 // Rows [t0, t0 + kN) of a plane into dst (kPitch apart) in W-byte pieces, keys >= valid
 // zero-filled.
@@ -341,7 +333,7 @@ PACKFA_DEV void tile_scores(float (&s)[kT][8], const char* qw, const float* qdw,
 }
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
-__global__ void __launch_bounds__(128, PACKFA_MMA_MIN_BLOCKS) fa_prefill_mma_kernel(const FaKernelParams p) {
+__global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelParams p) {
   using L = MmaLayout<D, VF, QK>;
   constexpr int kN = L::kN, kM = L::kM, kT = kN / 16;
   static_assert(L::kThreads == 128, "launch bounds");

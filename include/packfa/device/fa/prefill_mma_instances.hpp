@@ -19,11 +19,7 @@ namespace packfa {
 
 // Shared memory a block may use on every target of a backend: RDNA 64 KB a workgroup; NVIDIA
 // 99 KB (sm_86 / sm_89 opt-in; so sm_80-90 hold the same set and the tests one rule).
-#if defined(PACKFA_MMA_RAW_SLOTS)  // A/B builds of more raw slots (prefill_mma.hpp): sm_90's limit
-constexpr int prefill_mma_smem_limit(bool hip) { return hip ? 64 * 1024 : 227 * 1024; }
-#else
 constexpr int prefill_mma_smem_limit(bool hip) { return hip ? 64 * 1024 : 99 * 1024; }
-#endif
 
 template <int D, VFormat VF, QKMode QK, bool kHip>
 constexpr bool fa_prefill_mma_fits() {
