@@ -185,6 +185,7 @@ struct Plan {
   const FaInstance* inst = nullptr;
   bool prefill = false;  // a prefill kernel (device/fa/prefill_sm90.hpp or prefill_mma.hpp): grid (row tiles x splits, KV heads, batch); splits > 1 only for prefill_mma.hpp (rows split)
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
+  bool dual = false;   // the wgmma kernel in key splits with <= 64 rows: 2 partials a block (splits counts partials)
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
   int pool0 = 0;       // static chunks per split when claims > 0
   bool split_rounds = false;  // the split count came from the whole-rounds rule (PACKFA_SPLIT_ROUNDS)
@@ -329,6 +330,66 @@ Status plan_rows_split(const AttnParams& p, int device, const DeviceFacts& f, co
   return Status::Ok();
 }
 
+// Key splits on the wgmma kernel (decision "wgmma-split", docs/prefill.md): on cc 9.0 the
+// prefill kernel's blocks take a split of the keys each and write decode's partials, merged by
+// the decode combine; with at most 64 rows a KV head both consumer warpgroups take the same
+// rows and alternate tiles ("dual", two partials a block split). It serves MTP rows (more than
+// 16 a KV head, below the prefill rule) and decode rows where the decode kernel is far from the
+// bandwidth limit. PACKFA_WGMMA_SPLIT (read once): 0 off (rows split on the warp-MMA kernel as
+// before, decode rows on the decode kernel), 1 every call the path can take (tests, A/B), unset
+// the rule (wgmma_split_rule). PACKFA_PREFILL_KERNEL=mma turns it off too.
+int wgmma_split_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("PACKFA_WGMMA_SPLIT");
+    return !e || !e[0] ? 0 : e[0] == '0' ? -1 : 1;
+  }();
+  return mode;
+}
+bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
+  (void)p, (void)qk, (void)rows;
+  return false;
+}
+const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
+#if defined(PACKFA_BACKEND_HIP)
+  (void)p, (void)f, (void)qk, (void)rows;
+  return nullptr;
+#else
+  // bf16 V: the kernel widens V to fp16, whose range is narrower (decode keeps bf16 V scalar)
+  const int mode = wgmma_split_mode();
+  if (mode < 0 || prefill_force_mma() || !(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16)
+    return nullptr;
+  if (mode == 0 && !wgmma_split_rule(p, qk, rows)) return nullptr;
+  const PrefillInstance& e = prefill_registry().table[p.paged.page_size > 0 ? 1 : 0][static_cast<int>(qk)]
+                                                     [head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
+  return prefill_rows_fit(p, f, e) ? &e.fa : nullptr;
+#endif
+}
+// Splits: one block a multiprocessor resides (384 threads, 100-200 KB of shared memory), so one
+// sequence takes one round of blocks, batches about two; each split at least
+// kRowsSplitMinKeys keys, a multiple of 64 (no tile crosses a split). AttnParams::num_splits
+// counts partials: dual rounds it up to an even count.
+Status plan_wgmma_split(const AttnParams& p, const DeviceFacts& f, const FaInstance* e, int rows, Plan* out) {
+  out->inst = e;
+  out->prefill = true;
+  out->rows = rows;
+  out->row_groups = (rows + e->rows_per_block - 1) / e->rows_per_block;
+  out->rclass = 0;
+  out->dual = rows <= e->rows_per_block / 2;
+  const int per = out->dual ? 2 : 1;
+  const int64_t base = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
+  int64_t bs = (std::min(p.num_splits, device::kMaxSplits) + per - 1) / per;
+  if (p.num_splits <= 0) {
+    const int64_t want = p.batch == 1 ? std::max<int64_t>(1, f.sms / base) : (2LL * f.sms + base - 1) / base;
+    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits / per, p.max_kv_len / kRowsSplitMinKeys));
+    bs = std::max<int64_t>(1, std::min(want, cap));
+  }
+  const int64_t len = (p.max_kv_len + bs - 1) / bs;
+  out->split_len = static_cast<int>(std::max<int64_t>(64, (len + 63) / 64 * 64));
+  bs = std::max<int64_t>(1, (p.max_kv_len + out->split_len - 1) / out->split_len);
+  out->splits = static_cast<int>(per * bs);
+  return Status::Ok();
+}
+
 // The decode-gap switches (decision "decode-switch-defaults", bench/NOTES.md), each read once
 // per process: unset (or empty) gives the default, "0" turns it off, any other value on. Bisected
 // on the H200 (session 12, bench/decode_gaps.sh): whole split rounds help uniform batches and
@@ -377,6 +438,18 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
         out->name = std::string(pick.mma ? "fa_prefill_mma<d" : "fa_prefill<d") + std::to_string(p.head_dim) + "," +
                     vf_name(p.v.format) + "," + qk_name(qk) + ",m" + std::to_string(e->rows_per_block) +
                     (p.paged.page_size > 0 ? ",paged" : "") + ">";
+      return Status::Ok();
+    }
+  }
+  {
+    DeviceFacts f;
+    PACKFA_TRY(device_facts(device, &f));
+    if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {
+      PACKFA_TRY(plan_wgmma_split(p, f, e, rows, out));
+      if (want_name)
+        out->name = std::string("fa_prefill<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +
+                    qk_name(qk) + ",m" + std::to_string(e->rows_per_block) + (p.paged.page_size > 0 ? ",paged" : "") +
+                    ">";
       return Status::Ok();
     }
   }
@@ -748,7 +821,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   PACKFA_TRY(set_smem_attr(pl.inst, device));
   LaunchOptions opt;
   opt.pdl = p.pdl;
-  const dim3 grid = pl.prefill ? dim3(pl.row_groups * pl.splits, p.n_kv_heads, p.batch)  // prefill: blockIdx.x = row tile x split
+  const dim3 grid = pl.prefill ? dim3(pl.row_groups * (pl.dual ? pl.splits / 2 : pl.splits), p.n_kv_heads, p.batch)  // prefill: blockIdx.x = row tile x split
                                : dim3(p.n_kv_heads, pl.splits, p.batch * pl.row_groups);  // decode: KV head
   PACKFA_TRY(launch(pl.inst->kernel, grid, dim3(pl.inst->threads), pl.inst->smem_bytes, stream, kp, opt));
   if (pl.splits > 1) {

@@ -30,6 +30,10 @@
 // before main unless the environment gives it (every such call, not only the shapes of the
 // speed rule, which test_attention asserts), so the small cases here cover the path;
 // PACKFA_ROWS_SPLIT=0 sends them to the decode kernel's row groups (rows_split_expected).
+// Key splits on the wgmma kernel (decision "wgmma-split"): this binary sets PACKFA_WGMMA_SPLIT=0
+// unless the environment gives it; ctest runs it a second time with PACKFA_WGMMA_SPLIT=1, where
+// every rows-split call and every decode call (up to 16 rows a KV head) of a cc 9.0 device runs
+// the wgmma kernel in key splits (wgmma_split_expected), against the same references.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -58,6 +62,7 @@ namespace {
 const bool g_threshold_set = [] {
   setenv("PACKFA_PREFILL_MIN_ROWS", "64", 0);
   setenv("PACKFA_ROWS_SPLIT", "1", 0);
+  setenv("PACKFA_WGMMA_SPLIT", "0", 0);
   return true;
 }();
 
@@ -118,19 +123,41 @@ bool rows_split_expected(const AttnParams& p) {
          p.v.format != VFormat::bf16;
 }
 
+// PACKFA_WGMMA_SPLIT=1 (src/dispatch.cu, wgmma_split_for): cc 9.0 without
+// PACKFA_PREFILL_KERNEL=mma, V not bf16, a wgmma instance built: every call below the prefill
+// rule runs the wgmma kernel in key splits.
+bool wgmma_split_device() {
+  static const bool v = [] {
+    const DeviceInfo d = device_info(0);
+    const char* e = std::getenv("PACKFA_WGMMA_SPLIT");
+    return d.present && d.backend == "cuda" && d.cc_major == 9 && d.cc_minor == 0 && !mma_kernel() && e &&
+           std::strcmp(e, "1") == 0;
+  }();
+  return v;
+}
+bool wgmma_split_expected(const AttnParams& p) {
+  return wgmma_split_device() && !prefill_expected(p) && p.v.format != VFormat::bf16 &&
+         !(p.head_dim == 256 && p.k.format == KFormat::f16 && p.v.format == VFormat::f16);
+}
+
 bool is_prefill(const KernelChoice& c) { return c.name.rfind("fa_prefill", 0) == 0; }
 bool is_decode(const KernelChoice& c) { return c.name.rfind("fa<", 0) == 0; }
 
-// What a call gets: the prefill kernel in one split, the warp-MMA kernel in key splits (rows
-// split), or the decode kernel.
-enum class Path { decode, prefill, rows_split };
+// What a call gets: the prefill kernel in one split, the wgmma kernel in key splits, the
+// warp-MMA kernel in key splits (rows split), or the decode kernel.
+enum class Path { decode, prefill, rows_split, wgmma_split };
 Path expected_path(const AttnParams& p) {
-  return prefill_expected(p) ? Path::prefill : rows_split_expected(p) ? Path::rows_split : Path::decode;
+  return prefill_expected(p)        ? Path::prefill
+         : wgmma_split_expected(p) ? Path::wgmma_split
+         : rows_split_expected(p)  ? Path::rows_split
+                                   : Path::decode;
 }
-const char* path_name(Path w) { return w == Path::prefill ? "prefill" : w == Path::rows_split ? "rows split" : "decode"; }
+const char* path_name(Path w) {
+  return w == Path::prefill ? "prefill" : w == Path::rows_split ? "rows split" : w == Path::wgmma_split ? "wgmma split" : "decode";
+}
 
 // Asserts the kernel the call gets (splits: the split count asked for, 0 = the planner's).
-void check_choice(const KernelChoice& c, Path want, int splits = 0) {
+void check_choice(const KernelChoice& c, Path want, int splits = 0, int rows = 0) {
   INFO("kernel " << c.name << " splits=" << c.num_splits << " layout=" << c.layout << " why_not=" << c.why_not
                  << " (expected: " << path_name(want) << ", PACKFA_PREFILL_MIN_ROWS=" << min_rows() << ")");
   CHECK(c.compiled);
@@ -142,6 +169,13 @@ void check_choice(const KernelChoice& c, Path want, int splits = 0) {
     CHECK(c.name.rfind("fa_prefill_mma<", 0) == 0);
     CHECK(c.rows_per_block == 64);
     if (splits > 0) CHECK(c.num_splits == splits);
+  } else if (want == Path::wgmma_split) {
+    // up to 64 rows a KV head: two partials a block split (the consumer warpgroups' tiles)
+    CHECK(c.name.rfind("fa_prefill<", 0) == 0);
+    CHECK(c.rows_per_block == 128);
+    const bool dual = rows > 0 && rows <= 64;
+    if (splits > 0) CHECK(c.num_splits == (dual ? (splits + 1) / 2 * 2 : splits));
+    if (dual) CHECK(c.num_splits % 2 == 0);
   } else {
     CHECK(is_decode(c));
   }
@@ -389,7 +423,7 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
   }
   INFO(describe(cfg));
   r.path = expected_path(p);
-  check_choice(r.choice, r.path, x.num_splits);
+  check_choice(r.choice, r.path, x.num_splits, p.nq * (p.n_q_heads / p.n_kv_heads));
   if (x.page_size > 0) CHECK(r.choice.layout == "paged" + std::to_string(x.page_size));
 
   if (x.graph) {
@@ -807,8 +841,8 @@ TEST_CASE("prefill: dispatch — small nq to decode, the threshold, the rule", "
     x.want_prefill = false;
     const Result r = check(c, x);
     INFO("nq=" << s.nq << " H=" << s.H << " G=" << s.G << " ran " << r.choice.name);
-    CHECK(r.choice.name.rfind("fa_prefill<", 0) != 0);
-    CHECK(is_decode(r.choice) == !(s.split && rows_split_device()));
+    CHECK((r.choice.name.rfind("fa_prefill<", 0) == 0) == (r.path == Path::wgmma_split));
+    CHECK(is_decode(r.choice) == !((s.split && rows_split_device()) || r.path == Path::wgmma_split));
   }
   const int T = min_rows();
   INFO("PACKFA_PREFILL_MIN_ROWS=" << T);
@@ -879,8 +913,9 @@ TEST_CASE("prefill == decode kernel == rows split on the same rows, 40k-key pref
         KernelChoice ch;
         REQUIRE(select_kernel(p, 0, &ch).ok());
         INFO("slice of " << S << " at row " << i0 << " ran " << ch.name << " splits=" << ch.num_splits);
-        check_choice(ch, split ? Path::rows_split : Path::decode);
-        if (split) CHECK(ch.num_splits > 1);
+        const Path want = expected_path(p) == Path::wgmma_split ? Path::wgmma_split : split ? Path::rows_split : Path::decode;
+        check_choice(ch, want, 0, S * (H / c.n_kv_heads));
+        if (split || want == Path::wgmma_split) CHECK(ch.num_splits > 1);
         REQUIRE(fa_packed16_forward(p, nullptr).ok());
         CUDA_CHECK(cudaDeviceSynchronize());  // dpos is rewritten for the next slice
       }

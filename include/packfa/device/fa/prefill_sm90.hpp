@@ -129,23 +129,33 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = (tid % 128) / 32, lane = tid % 32;
   const int cw = wg - 1;  // consumer warpgroup 0 / 1 (rows 64·cw ..); -1: the producer
   const int b = blockIdx.z, kvh = blockIdx.y;
-  const int r0 = (gridDim.x - 1 - blockIdx.x) * kM;  // later rows first: causal tiles see most keys
+  // Key splits (decision "wgmma-split"): p.num_splits > 1 partials a row, merged by the decode
+  // combine. With at most 64 rows a KV head ("dual"), both consumer warpgroups take rows 0-63
+  // and alternate tiles (warpgroup cw the tiles t = cw, cw + 2, ..), each writing its own
+  // partial: 2 partials a block split, so MTP and few-head decode rows keep both warpgroups busy.
+  const int parts = p.num_splits;
+  const bool split_out = parts > 1, dual = split_out && p.rows <= 64;
+  const int bsplits = dual ? parts / 2 : parts;
+  const int bx = gridDim.x - 1 - blockIdx.x;  // blockIdx.x = row tile x split; later rows first:
+  const int rg = bx / bsplits, split = bx - rg * bsplits;  // causal tiles see most keys
+  const int r0 = rg * kM;
 
   pdl::wait();  // everything below reads memory a predecessor kernel may write
   const int kv_raw = p.kv_len[b];
   const int kv_len = kv_raw < 0 ? 0 : (kv_raw > p.max_kv_len ? p.max_kv_len : kv_raw);
-  const bool counts = p.errors && r0 == 0 && kvh == 0;
+  const bool counts = p.errors && r0 == 0 && split == 0 && kvh == 0;
   if (counts && tid == 0 && kv_len != kv_raw) atomicAdd(p.errors + 0, 1);
 
   // a consumer thread's two accumulator rows: 64·cw + 16·warp + lane / 4 (+ 8); their
   // descriptions go to shared memory (s_rows), their visible ranges stay in registers
   PrefillRow* s_rows = reinterpret_cast<PrefillRow*>(smem + L::kRowInfo);
   static_assert(sizeof(PrefillRow) <= L::kRowInfoBytes, "row table entry");
-  const int my_row = 64 * cw + 16 * warp + lane / 4;  // and my_row + 8
+  const int my_row = (dual ? 0 : 64 * cw) + 16 * warp + lane / 4;  // and my_row + 8
   int first[2] = {0, 0}, end[2] = {0, 0};
   if (tid == 0) {
     s_pos[0] = 0x7fffffff, s_pos[1] = -0x7fffffff;
-    for (int s = 0; s < kS; ++s) hopper::mbar_init(full + s, L::kProducers), hopper::mbar_init(empty + s, L::kConsumers);
+    for (int s = 0; s < kS; ++s)  // dual: one warpgroup reads each slot
+      hopper::mbar_init(full + s, L::kProducers), hopper::mbar_init(empty + s, dual ? L::kConsumers / 2 : L::kConsumers);
   }
   __syncthreads();
   if (cw >= 0) {
@@ -162,7 +172,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       ri.mask = nullptr;
       if (ri.qi < p.nq) {
         int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
-        if (p.q_pos && p.errors && kvh == 0 && lane % 4 == 0 && (pos < 0 || pos >= kv_len)) atomicAdd(p.errors + 1, 1);
+        if (p.q_pos && p.errors && kvh == 0 && split == 0 && (!dual || cw == 0) && lane % 4 == 0 && (pos < 0 || pos >= kv_len))
+          atomicAdd(p.errors + 1, 1);
         ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
         if (p.alibi_n2 > 0) {
           ri.slope = ri.h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(ri.h + 1))
@@ -177,7 +188,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
                     static_cast<int64_t>(ri.h) * p.mask_head;
         if (lane % 4 == 0) atomicMin(&s_pos[0], ri.pos), atomicMax(&s_pos[1], ri.pos);
       }
-      if (lane % 4 == 0) s_rows[my_row + 8 * k] = ri;
+      if (lane % 4 == 0 && (!dual || cw == 0)) s_rows[my_row + 8 * k] = ri;
     }
   }
   __syncthreads();
@@ -187,6 +198,10 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   int hi = p.causal ? (max_pos + 1 < kv_len ? max_pos + 1 : kv_len) : kv_len;
   int lo = p.window > 0 ? min_pos - p.window + 1 : 0;
   lo = lo < 0 ? 0 : lo / kN * kN;
+  if (split_out) {  // this split's keys: split_len is a multiple of 64 (the planner), so of kN
+    lo = lo > split * p.split_len ? lo : split * p.split_len;
+    hi = hi < (split + 1) * p.split_len ? hi : (split + 1) * p.split_len;
+  }
   if (min_pos > max_pos) hi = lo;  // no valid row
   const int n_tiles = hi > lo ? (hi - lo + kN - 1) / kN : 0;
 
@@ -260,7 +275,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   hopper::named_sync(2, L::kConsumers);
   // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
   const float* qd_row = reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32);
-  const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + 64 * cw * (L::kSwizzle ? 128 : 16));
+  const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + (dual ? 0 : 64 * cw) * (L::kSwizzle ? 128 : 16));
   const uint64_t k_desc = kmajor_desc<L, kN>(wgmma::smem_addr(smem + L::kK));
   // V, MN-major (transposed B): interleaved, or 128-byte swizzle with 64-value blocks kN·128 apart
   const uint32_t v_addr = wgmma::smem_addr(smem + L::kV);
@@ -283,16 +298,17 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   // Ping-pong (decision "prefill-pingpong"): the two consumer warpgroups take turns at issuing
   // the scores' MMA chains through named barriers 3 and 4, so one's softmax and P·V run while
   // the other's Q·K keeps the tensor cores busy. Each sync on a warpgroup's barrier is matched
-  // by one arrival of the other (warpgroup 1 arrives once up front and not after its last tile).
+  // by one arrival of the other (warpgroup 1 arrives once up front and not after its last tile;
+  // dual: each arrives after its tile t when tile t + 1, the other's, exists).
   constexpr bool kPingPong = PACKFA_PREFILL_PINGPONG != 0;
   if (kPingPong && cw == 1 && n_tiles > 0) hopper::named_arrive(3, L::kConsumers);
   float s[kN / 2];
-  for (int t = 0; t < n_tiles; ++t) {
+  for (int t = dual ? cw : 0; t < n_tiles; t += dual ? 2 : 1) {
     const int t0 = lo + t * kN;
     hopper::mbar_wait(full + t % kS, (t / kS) & 1);
     if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
     auto issued = [&] {
-      if (kPingPong && (cw == 0 || t + 1 < n_tiles)) hopper::named_arrive(4 - cw, L::kConsumers);
+      if (kPingPong && (t + 1 < n_tiles || (cw == 0 && !dual))) hopper::named_arrive(4 - cw, L::kConsumers);
     };
     const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
     if constexpr (L::kF16K) {
@@ -420,6 +436,15 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     const PrefillRow ri = s_rows[my_row + 8 * k];
     float scale_o = 1.0f;
     const bool valid = ri.qi < p.nq;
+    if (split_out) {  // the partial: O unnormalised, (m, l) in log2 units, as decode's write_rows
+      if (!valid) continue;
+      const int64_t prow = ((static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.h) * parts + (dual ? 2 * split + cw : split);
+      float* po = p.part_o + prow * D + 2 * (lane % 4);
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) *reinterpret_cast<float2*>(po + 8 * j) = make_float2(o[4 * j + 2 * k], o[4 * j + 2 * k + 1]);
+      if (lane % 4 == 0) *reinterpret_cast<float2*>(p.part_ml + prow * 2) = make_float2(m[k], l[k]);
+      continue;
+    }
     if (p.sinks && valid) {
       const float sk = p.sinks[ri.h] * kLog2e;
       const float mf = fmaxf(m[k], sk);
