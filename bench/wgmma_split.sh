@@ -4,10 +4,12 @@
 # PACKFA_WGMMA_SPLIT=0), the warp-MMA rows split (PACKFA_ROWS_SPLIT=1 PACKFA_WGMMA_SPLIT=0;
 # rows > 16 a KV head only) and the wgmma kernel in key splits (PACKFA_WGMMA_SPLIT=1) —
 # alternated ROUNDS times (default 2); prints packfa-bench's line of each run.
-#   B=build-gpu/bench/packfa-bench bench/wgmma_split.sh [ROUNDS]
+#   B=build-gpu/bench/packfa-bench bench/wgmma_split.sh [ROUNDS] [CASE ...]
+# CASE: packfa-bench flags of one case ("--nq 16 --kv 8192"); none: the list below.
 set -uo pipefail
 B=${B:-build-gpu/bench/packfa-bench}
 ROUNDS=${1:-2}
+shift || true
 cases=(
   "--nq 16 --kv 32768"                       # MTP: 64 rows a KV head (dual)
   "--nq 16 --kv 131072"
@@ -27,6 +29,7 @@ cases=(
   "--d 256 --heads 24 --kv-heads 4 --kv 131072"
   "--d 256 --heads 16 --kv-heads 2 --nq 4 --kv 32768"
 )
+[ $# -gt 0 ] && cases=("$@")
 variants=("PACKFA_ROWS_SPLIT=0 PACKFA_WGMMA_SPLIT=0" "PACKFA_ROWS_SPLIT=1 PACKFA_WGMMA_SPLIT=0" "PACKFA_WGMMA_SPLIT=1")
 for ((r = 0; r < ROUNDS; ++r)); do
   for c in "${cases[@]}"; do

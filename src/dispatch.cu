@@ -345,9 +345,17 @@ int wgmma_split_mode() {
   }();
   return mode;
 }
+// The rule: where it measured faster than both the decode kernel and the warp-MMA rows split
+// (H200, one binary, bench/wgmma_split.sh, bench/results/h200-2026-12-03-session15.txt): at least
+// 64 rows a KV head (nq 16 x 32/8 heads, kv 32k: 88.1 us decode, 81.2 rows split, 64.4 here;
+// 128k 303.5 / 257.6 / 208.5; nq 32: 162.0 / 142.0 / 82.2; D 64 54.5 / 54.2 / 40.6; the fp16-Q
+// dot 87.4 / 87.8 / 60.6) and kv >= kWgmmaSplitMinKeys (kv 4k: 22.9 / 28.4 / 22.2, equal).
+// Fewer rows stay with the decode kernel (32 rows: 51.7 decode, 62.5 here; 16 rows 35.6 / 60.8;
+// D 256 with 16 / 2 heads, 8 rows: 42.5 / 48.3).
+constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
 bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
-  (void)p, (void)qk, (void)rows;
-  return false;
+  (void)qk;
+  return rows >= kWgmmaSplitMinRows && p.max_kv_len >= kWgmmaSplitMinKeys;
 }
 const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
 #if defined(PACKFA_BACKEND_HIP)

@@ -430,10 +430,15 @@ TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention]
 // The choice is asserted on one side of each edge of the rule (select_kernel only: a cache of
 // 32k keys a KV head, one shape per cache); one call of the rule's path runs against the
 // reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
-TEST_CASE("rows split: the speed rule", "[attention][dispatch]") {
+// Decision "wgmma-split" (src/dispatch.cu, wgmma_split_rule): on cc 9.0, with neither
+// PACKFA_WGMMA_SPLIT nor PACKFA_ROWS_SPLIT set, at least 64 rows a KV head below the prefill rule
+// and kv >= 8192 run the wgmma prefill kernel in key splits (with <= 64 rows two partials a
+// block split: an even split count); fewer rows, shorter caches and bf16 V the decode kernel.
+TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
   const DeviceInfo d = device_info(0);
-  const char* env = std::getenv("PACKFA_ROWS_SPLIT");
-  const bool rule = d.cc_major == 9 && d.cc_minor == 0 && !(env && env[0]);
+  const char* e1 = std::getenv("PACKFA_ROWS_SPLIT");
+  const char* e2 = std::getenv("PACKFA_WGMMA_SPLIT");
+  const bool rule = d.cc_major == 9 && d.cc_minor == 0 && !(e1 && e1[0]) && !(e2 && e2[0]);
   struct S {
     int D;
     VFormat vf;
@@ -442,14 +447,18 @@ TEST_CASE("rows split: the speed rule", "[attention][dispatch]") {
     bool split;  // what the rule says on cc 9.0
   };
   const S shapes[] = {
-      {128, VFormat::q8_0, DotMode::int8, 16, 32, 8, 32768, true},    // the bench's MTP shape
-      {128, VFormat::q4_0, DotMode::int8, 16, 16, 4, 32768, false},   // 4 row-tile blocks
-      {128, VFormat::f16, DotMode::int8, 16, 32, 8, 32768, true},
-      {128, VFormat::q8_0, DotMode::f16, 16, 32, 8, 32768, false},    // fp16-Q dot
-      {128, VFormat::q8_0, DotMode::int8, 15, 32, 8, 32768, false},   // 60 rows a KV head
-      {128, VFormat::q8_0, DotMode::int8, 16, 32, 8, 32767, false},   // kv below 32k
-      {64, VFormat::q8_0, DotMode::int8, 16, 32, 8, 32768, false},    // head dim
-      {128, VFormat::q8_0_planar, DotMode::int8, 16, 32, 8, 32768, false},
+      // one KV head with 4 q heads (rows = 4 nq): the rule reads rows, kv and V; a small cache
+      {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},     // 64 rows
+      {128, VFormat::q4_0, DotMode::int8, 16, 16, 4, 32768, true},    // 4 KV heads
+      {128, VFormat::f16, DotMode::int8, 16, 4, 1, 32768, true},
+      {128, VFormat::q8_0, DotMode::f16, 16, 4, 1, 32768, true},      // fp16-Q dot
+      {64, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},      // head dim
+      {128, VFormat::q8_0_planar, DotMode::int8, 16, 4, 1, 8192, true},
+      {128, VFormat::q8_0, DotMode::int8, 32, 4, 1, 32768, true},     // 128 rows: one tile, no pairing
+      {128, VFormat::q8_0, DotMode::int8, 15, 4, 1, 32768, false},    // 60 rows a KV head
+      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, false},     // 32 rows
+      {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 8191, false},     // kv below 8192
+      {128, VFormat::bf16, DotMode::int8, 16, 4, 1, 32768, false},    // bf16 V stays scalar
   };
   for (const S& s : shapes) {
     ProblemConfig c = base(s.D, s.vf, s.nq, s.H, s.G, s.kv);
@@ -461,16 +470,17 @@ TEST_CASE("rows split: the speed rule", "[attention][dispatch]") {
     REQUIRE(select_kernel(dp.params, 0, &ch).ok());
     INFO(describe(c) << " max_kv_len=" << dp.params.max_kv_len << " ran " << ch.name << " splits=" << ch.num_splits
                      << " (rule applies: " << rule << ")");
-    const bool want = rule && s.split && dp.params.max_kv_len >= 32768;
-    CHECK((ch.name.rfind("fa_prefill_mma<", 0) == 0) == want);
+    const bool want = rule && s.split;
+    CHECK((ch.name.rfind("fa_prefill<", 0) == 0) == want);
     CHECK((ch.name.rfind("fa<", 0) == 0) == !want);
     if (want) CHECK(ch.num_splits > 1);
+    if (want && s.nq * (s.H / s.G) <= 64) CHECK(ch.num_splits % 2 == 0);
   }
-  ProblemConfig c = base(128, VFormat::q8_0, 16, 16, 4, 32768);  // 2 sequences x 4 KV heads: 8 row-tile blocks
+  ProblemConfig c = base(128, VFormat::q8_0, 16, 16, 4, 32768);  // 2 sequences x 4 KV heads, against the reference
   c.batch = 2;
   const Result r = check(c);
   INFO("ran " << r.kernel);
-  CHECK((r.choice.name.rfind("fa_prefill_mma<", 0) == 0) == rule);
+  CHECK((r.choice.name.rfind("fa_prefill<", 0) == 0) == rule);
 }
 
 TEST_CASE("bad input: Status names the field and nothing is written", "[attention]") {
