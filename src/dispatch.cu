@@ -272,7 +272,9 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
 // 32/8 heads: 32k 1.08x, 128k 1.18x, q4_0 at 128k 1.12x, f16 V 1.44x; nq 64 at 32k 1.18x.
 // Left to decode: equal or slower there (D 64 1.00x, kv 16k 1.00x, the fp16-Q dot 0.99x,
 // nq 8 0.67x, kv 4k 0.82x, 16/2 heads 0.97x) or not measured (other head dims, V formats,
-// f16 K). cc 9.0 only: cc 8.x and RDNA keep the decode kernel until measured.
+// f16 K). cc 9.0 only: cc 8.x and RDNA keep the decode kernel until measured. Where the wgmma
+// kernel's split runs (wgmma_split_for, checked first) it wins over this path; this one stays for
+// builds without that instance and for PACKFA_WGMMA_SPLIT=0.
 // PACKFA_ROWS_SPLIT (read once): 0 off, 1 every call with more than 16 rows a KV head (tests),
 // unset the rule.
 int rows_split_mode() {
@@ -345,17 +347,21 @@ int wgmma_split_mode() {
   }();
   return mode;
 }
-// The rule: where it measured faster than both the decode kernel and the warp-MMA rows split
-// (H200, one binary, bench/wgmma_split.sh, bench/results/h200-2026-12-03-session15.txt): at least
-// 64 rows a KV head (nq 16 x 32/8 heads, kv 32k: 88.1 us decode, 81.2 rows split, 64.4 here;
-// 128k 303.5 / 257.6 / 208.5; nq 32: 162.0 / 142.0 / 82.2; D 64 54.5 / 54.2 / 40.6; the fp16-Q
-// dot 87.4 / 87.8 / 60.6) and kv >= kWgmmaSplitMinKeys (kv 4k: 22.9 / 28.4 / 22.2, equal).
-// Fewer rows stay with the decode kernel (32 rows: 51.7 decode, 62.5 here; 16 rows 35.6 / 60.8;
-// D 256 with 16 / 2 heads, 8 rows: 42.5 / 48.3).
+// The rule: where it measured faster than both the decode kernel's row groups and the warp-MMA
+// rows split (H200, one binary, bench/wgmma_split.sh; bench/results/h200-2026-12-03-session15.txt;
+// us decode / rows split / here, 32 / 8 heads, q8_0 V unless stated): at least 64 rows a KV head
+// (nq 16, kv 32k: 88.1 / 81.2 / 64.4; 128k: 303.5 / 257.6 / 208.5; q4_0 128k 266.9 / 238.7 / 197.7;
+// f16 V 95.3 / 66.0 / 53.0; q8_0_planar 78.6 / 70.8 / 53.9; fp16-Q dot 87.4 / 87.8 / 60.6; D 64
+// 54.5 / 54.2 / 40.6; 4 x 32k 257.8 / 266.8 / 203.2; nq 8 at 64 / 8 heads 87.3 / 81.4 / 64.0;
+// nq 32 162.0 / 142.0 / 82.2; nq 64 304.0 / 258.2 / 142.8; D 256 nq 16 at 16 / 2 heads
+// 100.8 / 104.0 / 69.6), kv >= 8192 (8k: 32.6 / 35.7 / 28.1; 16k 50.9 / 51.0 / 40.8; 4k equal:
+// 22.9 / 28.4 / 22.2), the head dims and Q·K modes measured (D 64, 128, 256; not f16 K). Fewer
+// rows stay with the decode kernel (32 rows: 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one
+// row 27.2 / - / 58.4; D 256 at 16 / 2 heads, 8 rows: 42.5 / - / 48.3).
 constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
 bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
-  (void)qk;
-  return rows >= kWgmmaSplitMinRows && p.max_kv_len >= kWgmmaSplitMinKeys;
+  const bool measured = (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && qk != QKMode::f16;
+  return measured && rows >= kWgmmaSplitMinRows && p.max_kv_len >= kWgmmaSplitMinKeys;
 }
 const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
 #if defined(PACKFA_BACKEND_HIP)

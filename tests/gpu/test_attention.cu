@@ -432,8 +432,9 @@ TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention]
 // reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
 // Decision "wgmma-split" (src/dispatch.cu, wgmma_split_rule): on cc 9.0, with neither
 // PACKFA_WGMMA_SPLIT nor PACKFA_ROWS_SPLIT set, at least 64 rows a KV head below the prefill rule
-// and kv >= 8192 run the wgmma prefill kernel in key splits (with <= 64 rows two partials a
-// block split: an even split count); fewer rows, shorter caches and bf16 V the decode kernel.
+// and kv >= 8192, at head dims 64, 128 and 256 and packed16 K, run the wgmma prefill kernel in
+// key splits (with <= 64 rows two partials a block split: an even split count); fewer rows,
+// shorter caches, other head dims, f16 K and bf16 V the decode kernel.
 TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
   const DeviceInfo d = device_info(0);
   const char* e1 = std::getenv("PACKFA_ROWS_SPLIT");
@@ -445,8 +446,10 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
     DotMode dot;
     int nq, H, G, kv;
     bool split;  // what the rule says on cc 9.0
+    KFormat kf = KFormat::packed16;
   };
   const S shapes[] = {
+      {128, VFormat::f16, DotMode::f16, 16, 4, 1, 32768, false, KFormat::f16},  // f16 K: not measured
       // one KV head with 4 q heads (rows = 4 nq): the rule reads rows, kv and V; a small cache
       {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},     // 64 rows
       {128, VFormat::q4_0, DotMode::int8, 16, 16, 4, 32768, true},    // 4 KV heads
@@ -459,10 +462,13 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, false},     // 32 rows
       {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 8191, false},     // kv below 8192
       {128, VFormat::bf16, DotMode::int8, 16, 4, 1, 32768, false},    // bf16 V stays scalar
+      {96, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, false},     // head dims not measured
+      {256, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},
   };
   for (const S& s : shapes) {
     ProblemConfig c = base(s.D, s.vf, s.nq, s.H, s.G, s.kv);
     c.dot = s.dot;
+    c.k_format = s.kf;
     HostProblem hp;
     REQUIRE(make_problem(c, &hp).ok());
     DeviceProblem dp(hp, c.k_format, c.v_format);
