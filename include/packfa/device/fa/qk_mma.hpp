@@ -55,12 +55,16 @@ PACKFA_DEV void k_frags_32(uint32_t (&kb)[kFaChunk / 8][2], const char* kl, int 
 template <class T, int KB>
 PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4], const char* k_sm,
                             const char* ks_sm, const float (&qsc)[T::kQBlocks][2]) {
-  constexpr int kN = kFaChunk / 8, kPieces = T::kD / 16;
+  constexpr int D = T::kD;
+  constexpr int kN = kFaChunk / 8;
+  constexpr int kPieces = D / 16;
   constexpr bool kHi = T::kRows > 8;
   const KTileLane<T> kt(k_sm, ks_sm);
+  const char* kl = kt.kl;
+  const char* kd = kt.kd;
   // K scales come kG blocks per load (8 bytes; one per load for D = 256, whose 16-row class
   // has no registers to spare): kw[n][e] holds blocks kG·i.. of key 8n + 2t + e
-  constexpr int kG = T::kD <= 128 ? 4 : 1;
+  constexpr int kG = D <= 128 ? 4 : 1;
   uint32_t kw[kN][2][(kG + 1) / 2];
   auto scale_block = [&](const int (&acc)[kN][4], int blk, int qb) {
     if (blk % kG == 0) {
@@ -68,7 +72,7 @@ PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
       for (int n = 0; n < kN; ++n)
         PACKFA_UNROLL
         for (int e = 0; e < 2; ++e) {
-          const char* src = kt.kd + (8 * n + e) * T::kScalePitch + 2 * blk;
+          const char* src = kd + (8 * n + e) * T::kScalePitch + 2 * blk;
           if constexpr (kG == 4) {
             const uint2 w = *reinterpret_cast<const uint2*>(src);
             kw[n][e][0] = w.x;
@@ -101,7 +105,7 @@ PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
   for (int j = 0; j < (kPieces + 1) / 2; ++j) {  // 32 dims: pieces 2j, 2j + 1
     const bool two = 2 * j + 1 < kPieces;
     uint32_t kb[kN][2];  // B fragments: dims 32j + 4t.. and 32j + 16 + 4t.. of key 8n + g
-    k_frags_32<T>(kb, kt.kl, j);
+    k_frags_32<T>(kb, kl, j);
     int acc[kN][4];
     if (KB == 32 && two) {
       const uint32_t a[4] = {qa[2 * j][0], qa[2 * j][1], qa[2 * j + 1][0], qa[2 * j + 1][1]};
@@ -143,9 +147,13 @@ PACKFA_DEV void i8x4_to_half2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
 template <class T, int KB>
 PACKFA_DEV void qk_mma_f16q(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4], const char* k_sm,
                             const char* ks_sm) {
-  constexpr int kN = kFaChunk / 8, kPieces = T::kD / 16;
+  constexpr int D = T::kD;
+  constexpr int kN = kFaChunk / 8;
+  constexpr int kPieces = D / 16;
   constexpr bool kHi = T::kRows > 8;
   const KTileLane<T> kt(k_sm, ks_sm);
+  const char* kl = kt.kl;
+  const char* kd = kt.kd;
   // K scales two blocks per 4-byte load (8-byte loads as in qk_mma_int8 cost 8 more registers
   // here: fp16 Q holds twice the A registers; sm_89 spilled 4 bytes with them)
   uint32_t kw[kN][2];
@@ -155,7 +163,7 @@ PACKFA_DEV void qk_mma_f16q(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
       for (int n = 0; n < kN; ++n)
         PACKFA_UNROLL
         for (int e = 0; e < 2; ++e)
-          kw[n][e] = *reinterpret_cast<const uint32_t*>(kt.kd + (8 * n + e) * T::kScalePitch + 2 * blk);
+          kw[n][e] = *reinterpret_cast<const uint32_t*>(kd + (8 * n + e) * T::kScalePitch + 2 * blk);
     }
     const bool high = blk & 1;
     PACKFA_UNROLL
@@ -178,7 +186,7 @@ PACKFA_DEV void qk_mma_f16q(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T
   for (int j = 0; j < (kPieces + 1) / 2; ++j) {  // 32 dims: pieces 2j, 2j + 1
     const bool two = 2 * j + 1 < kPieces;
     uint32_t kb[kN][2];  // bytes 4t.. of dims 32j.. and 32j + 16.. of key 8n + g
-    k_frags_32<T>(kb, kt.kl, j);
+    k_frags_32<T>(kb, kl, j);
     float acc[kN][4];
     PACKFA_UNROLL
     for (int h = 0; h < 2; ++h) {
