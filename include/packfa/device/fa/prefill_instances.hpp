@@ -46,17 +46,10 @@ namespace packfa {
 template <int D, VFormat VF, QKMode QK, bool PAGED>
 void register_prefill_entry(PrefillRegistry& reg) {
   if constexpr (fa_prefill_built(D, VF, QK, PAGED, kFaUnitSet)) {
-    using L = device::prefill::PrefillLayout<D, VF, QK>;
-    PrefillInstance& e = reg.at(PAGED, QK, D, VF);
-    e.fa.kernel = &device::prefill::fa_prefill_kernel<D, VF, QK, PAGED>;
-    e.fa.threads = L::kThreads;
-    e.fa.smem_bytes = L::kBytes;
-    e.fa.rows_per_block = L::kM;
-    e.fa.mma_qk = true;
-    e.v_width = L::kVWidth;
-    e.vs_width = device::prefill::piece_width(D / 16);
-    e.ks_width32 = device::prefill::piece_width(D / 16);
-    e.ks_width16 = device::prefill::piece_width(D / 8);
+    using device::prefill::piece_width;
+    set_prefill_entry<device::prefill::PrefillLayout<D, VF, QK>>(
+        reg.at(PAGED, QK, D, VF), &device::prefill::fa_prefill_kernel<D, VF, QK, PAGED>, piece_width(D / 16),
+        piece_width(D / 16), piece_width(D / 8));
   }
 }
 

@@ -59,16 +59,9 @@ void register_prefill_mma_entry(PrefillRegistry& reg) {
   constexpr bool kHip = kFaBackend == FaBackend::hip;
   if constexpr (fa_prefill_mma_built<D, VF, QK, PAGED, kHip>(kFaUnitSet)) {
     using L = device::prefill_mma::MmaLayout<D, VF, QK>;
-    PrefillInstance& e = reg.at(PAGED, QK, D, VF);
-    e.fa.kernel = &device::prefill_mma::fa_prefill_mma_kernel<D, VF, QK, PAGED>;
-    e.fa.threads = L::kThreads;
-    e.fa.smem_bytes = L::kBytes;
-    e.fa.rows_per_block = L::kM;
-    e.fa.mma_qk = true;
-    e.v_width = L::kVWidth;
-    e.vs_width = device::prefill_mma::piece_width(D / 16);
-    e.ks_width32 = device::prefill_mma::piece_width(L::kKs32Row);
-    e.ks_width16 = device::prefill_mma::piece_width(D / 8);
+    using device::prefill_mma::piece_width;
+    set_prefill_entry<L>(reg.at(PAGED, QK, D, VF), &device::prefill_mma::fa_prefill_mma_kernel<D, VF, QK, PAGED>,
+                         piece_width(D / 16), piece_width(L::kKs32Row), piece_width(D / 8));
   }
 }
 

@@ -21,4 +21,19 @@ struct PrefillRegistry {
   }
 };
 
+// One entry from a kernel and its shared-memory layout L (kThreads, kBytes, kM, kVWidth), the
+// same for both kernels; the scale rows' copy widths are the caller's (each kernel's pieces).
+template <class L>
+void set_prefill_entry(PrefillInstance& e, FaKernelFn kernel, int vs_width, int ks_width32, int ks_width16) {
+  e.fa.kernel = kernel;
+  e.fa.threads = L::kThreads;
+  e.fa.smem_bytes = L::kBytes;
+  e.fa.rows_per_block = L::kM;
+  e.fa.mma_qk = true;
+  e.v_width = L::kVWidth;
+  e.vs_width = vs_width;
+  e.ks_width32 = ks_width32;
+  e.ks_width16 = ks_width16;
+}
+
 }  // namespace packfa
