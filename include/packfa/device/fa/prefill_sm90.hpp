@@ -17,6 +17,9 @@
 //     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers); then
 //     mark the slot empty. The two consumer warpgroups take turns only at issuing their
 //     Q·K chains (decision "prefill-pingpong"), so one's softmax runs under the other's MMAs.
+// Key splits (decision "wgmma-split"): with p.num_splits > 1 each block takes a split of the
+// keys and writes decode's partials for the decode combine; with <= 64 rows a KV head both
+// consumer warpgroups take the same rows and alternate tiles (MTP rows, docs/prefill.md).
 // Why fp16 MMA for Q·K and not int8 (decision "prefill-f16-qk", docs/prefill.md): the K
 // scale varies per 32 values along head_dim, so int8 MMA partials need an int->float convert
 // and FMA per score per 32-block on the FP32 pipe (conversions at quarter rate); exact
@@ -28,6 +31,7 @@
 #include <utility>
 
 #include "packfa/device/fa/hopper_sync.hpp"
+#include "packfa/device/fa/prefill_qk.hpp"
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/pdl.hpp"
 
@@ -36,75 +40,6 @@
 #endif
 
 namespace packfa::device::prefill {
-
-// ---- scores -------------------------------------------------------------------------------------
-// One chain of N k16 steps (head-dim values 16·kk0 ..) of S = Q·K^T into acc, issued and committed.
-// qd0 / kd0: descriptors of Q's and this slot's K tile at k step 0; a step adds its byte
-// offset / 16 to the address field (it stays below 2^14: shared memory is < 256 KB), so the
-// loop does no descriptor arithmetic beyond one add.
-template <class L, int N>
-PACKFA_DEV void qk_chain(uint64_t qd0, uint64_t kd0, int kk0, float (&acc)[L::kN / 2]) {
-  constexpr int kM = L::kM, kN = L::kN;
-  wgmma::fence();
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    const int kk = kk0 + i;
-    if constexpr (L::kSwizzle)  // K-major, 128-byte swizzle: 16 values = 32 bytes along a row
-      wgmma::mma_ss<kN>(acc, qd0 + (((kk >> 2) * kM * 128 + (kk & 3) * 32) >> 4),
-                        kd0 + (((kk >> 2) * kN * 128 + (kk & 3) * 32) >> 4), i > 0);
-    else
-      wgmma::mma_ss<kN>(acc, qd0 + ((2 * kk * kM * 16) >> 4), kd0 + ((2 * kk * kN * 16) >> 4), i > 0);
-  }
-  wgmma::commit();
-}
-// Descriptor of an operand tile at shared address `addr` in the layout L uses (K-major).
-template <class L, int kRows>
-PACKFA_DEV uint64_t kmajor_desc(uint32_t addr) {
-  if constexpr (L::kSwizzle) return wgmma::smem_desc_sw128(addr, 16, 1024);
-  else return wgmma::smem_desc(addr, kRows * 16, 128);
-}
-
-// packed16 K (decision "prefill-exact-qk"): the fp16 tile holds the exact int8 values, so one
-// chain per K scale block gives the block's exact integer sum (fp16 products of integers are
-// exact, and so are their fp32 sums), scaled as the decode kernel scales it:
-// s += isum_b · qd_b · kd_b (qd = 1 in the fp16-Q mode; in the int8 mode qd includes the
-// softmax scale). Two accumulators: block b + 1 is on the tensor cores while block b is scaled.
-// issued() runs once the last chain is on the tensor cores (the ping-pong hand-over).
-template <class L, QKMode QK, int kBlk, class Issued>
-PACKFA_DEV void qk_blocked(uint64_t qd0, uint64_t kd0, const float* ksf, const float* qd_row, int lane,
-                           float (&sv)[L::kN / 2], Issued&& issued) {
-  constexpr int kN = L::kN, kSteps = kBlk / 16, kNb = L::kD / kBlk;
-  constexpr int kAcc = L::kD <= 128 && kNb > 1 ? 2 : 1;  // D 256: one accumulator (the register file is full)
-  float acc[kAcc][kN / 2];
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) sv[i] = 0.0f;
-#pragma unroll
-  for (int c = 0; c < kAcc; ++c) qk_chain<L, kSteps>(qd0, kd0, c * kSteps, acc[c]);
-  if constexpr (kNb <= kAcc) issued();
-#pragma unroll
-  for (int b = 0; b < kNb; ++b) {
-    if (b + 1 < kNb && kAcc == 2) wgmma::wait<1>();  // chain b done, b + 1 may run
-    else wgmma::wait<0>();
-#pragma unroll
-    for (int i = 0; i < kN / 2; ++i) hold(acc[b % kAcc][i]);
-    float qd[2] = {1.0f, 1.0f};
-    if constexpr (QK == QKMode::packed16_int8)  // rows r and r + 8 of Q's block scales [kM][(D + 31) / 32]
-      qd[0] = qd_row[b * kBlk / 32], qd[1] = qd_row[8 * ((L::kD + 31) / 32) + b * kBlk / 32];
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j) {
-      const float2 kd = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        sv[4 * j + 2 * k] = fmaf(acc[b % kAcc][4 * j + 2 * k], kd.x * qd[k], sv[4 * j + 2 * k]);
-        sv[4 * j + 2 * k + 1] = fmaf(acc[b % kAcc][4 * j + 2 * k + 1], kd.y * qd[k], sv[4 * j + 2 * k + 1]);
-      }
-    }
-    if (b + kAcc < kNb) {
-      qk_chain<L, kSteps>(qd0, kd0, (b + kAcc) * kSteps, acc[b % kAcc]);
-      if (b + kAcc == kNb - 1) issued();
-    }
-  }
-}
 
 // Per accumulator row: where its token sits and what edits its scores get.
 struct PrefillRow {
