@@ -183,7 +183,7 @@ Status resident_blocks(const FaInstance* inst, int device, int* out);
 
 struct Plan {
   const FaInstance* inst = nullptr;
-  bool prefill = false;  // a prefill kernel (device/fa/prefill_sm90.hpp or prefill_mma.hpp): grid (row tiles x splits, KV heads, batch); splits > 1 only for prefill_mma.hpp (rows split)
+  bool prefill = false;  // a prefill kernel (device/fa/prefill_sm90.hpp or prefill_mma.hpp): grid (row tiles x splits, KV heads, batch); splits > 1 only in key splits (wgmma split, rows split)
   int rclass = 0, rows = 0, row_groups = 0, splits = 1, split_len = 0;
   bool dual = false;   // the wgmma kernel in key splits with <= 64 rows: 2 partials a block (splits counts partials)
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
@@ -335,11 +335,10 @@ Status plan_rows_split(const AttnParams& p, int device, const DeviceFacts& f, co
 // Key splits on the wgmma kernel (decision "wgmma-split", docs/prefill.md): on cc 9.0 the
 // prefill kernel's blocks take a split of the keys each and write decode's partials, merged by
 // the decode combine; with at most 64 rows a KV head both consumer warpgroups take the same
-// rows and alternate tiles ("dual", two partials a block split). It serves MTP rows (more than
-// 16 a KV head, below the prefill rule) and decode rows where the decode kernel is far from the
-// bandwidth limit. PACKFA_WGMMA_SPLIT (read once): 0 off (rows split on the warp-MMA kernel as
-// before, decode rows on the decode kernel), 1 every call the path can take (tests, A/B), unset
-// the rule (wgmma_split_rule). PACKFA_PREFILL_KERNEL=mma turns it off too.
+// rows and alternate tiles ("dual", two partials a block split). By its rule it serves MTP rows
+// (at least 64 a KV head, below the prefill rule). PACKFA_WGMMA_SPLIT (read once): 0 off (the
+// rows split on the warp-MMA kernel as before), 1 every call below the prefill rule, decode rows
+// too (tests, A/B), unset the rule (wgmma_split_rule). PACKFA_PREFILL_KERNEL=mma turns it off.
 int wgmma_split_mode() {
   static const int mode = [] {
     const char* e = std::getenv("PACKFA_WGMMA_SPLIT");
@@ -455,7 +454,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       return Status::Ok();
     }
   }
-  {
+  if (rows >= kWgmmaSplitMinRows || wgmma_split_mode() > 0) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
     if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {

@@ -67,9 +67,9 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   // Key splits (decision "wgmma-split"): p.num_splits > 1 partials a row, merged by the decode
   // combine. With at most 64 rows a KV head ("dual"), both consumer warpgroups take rows 0-63
   // and alternate tiles (warpgroup cw the tiles t = cw, cw + 2, ..), each writing its own
-  // partial: 2 partials a block split, so MTP and few-head decode rows keep both warpgroups busy.
+  // partial: 2 partials a block split, so MTP rows keep both warpgroups busy.
   const int parts = p.num_splits;
-  const bool split_out = parts > 1, dual = split_out && p.rows <= 64;
+  const bool split_out = parts > 1, dual = split_out && p.rows <= kM / 2;
   const int bsplits = dual ? parts / 2 : parts;
   const int bx = gridDim.x - 1 - blockIdx.x;  // blockIdx.x = row tile x split; later rows first:
   const int rg = bx / bsplits, split = bx - rg * bsplits;  // causal tiles see most keys
