@@ -261,6 +261,16 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
   return pick;
 }
 
+// A prefill registry's instance for a call in key splits (rows split, wgmma split): cc 9.0, V
+// not bf16 (the prefill kernels widen V to fp16, whose range is narrower; decode keeps bf16 V
+// scalar), built, and the call's cache rows allow its copy widths; else null.
+[[maybe_unused]] const PrefillInstance* split_instance(const PrefillRegistry& reg, const AttnParams& p, const DeviceFacts& f, QKMode qk) {
+  if (!(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16) return nullptr;
+  const PrefillInstance& e =
+      reg.table[p.paged.page_size > 0 ? 1 : 0][static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
+  return prefill_rows_fit(p, f, e) ? &e : nullptr;
+}
+
 // Rows split (decision "rows-split", docs/prefill.md): more query rows a KV head than one block
 // of the decode kernel holds (MTP / speculative rows, short chunks), below the wgmma prefill
 // kernel's rule. The decode kernel runs such rows as groups of 16 and each group reads the
@@ -289,12 +299,10 @@ const FaInstance* rows_split_for(const AttnParams& p, const DeviceFacts& f, QKMo
   (void)p, (void)f, (void)qk, (void)rows;
   return nullptr;
 #else
-  // bf16 V: the kernel widens V to fp16, whose range is narrower (decode keeps bf16 V scalar)
   const int mode = rows_split_mode();
-  if (mode < 0 || !(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16) return nullptr;
-  const PrefillInstance& e = prefill_mma_registry().table[p.paged.page_size > 0 ? 1 : 0][static_cast<int>(qk)]
-                                                         [head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
-  if (!prefill_rows_fit(p, f, e)) return nullptr;
+  const PrefillInstance* ep = mode < 0 ? nullptr : split_instance(prefill_mma_registry(), p, f, qk);
+  if (!ep) return nullptr;
+  const PrefillInstance& e = *ep;
   if (mode == 0) {
     const int64_t tiles = static_cast<int64_t>(p.batch) * p.n_kv_heads * ((rows + e.fa.rows_per_block - 1) / e.fa.rows_per_block);
     const bool measured = p.head_dim == 128 && qk == QKMode::packed16_int8 &&
@@ -367,14 +375,10 @@ const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKM
   (void)p, (void)f, (void)qk, (void)rows;
   return nullptr;
 #else
-  // bf16 V: the kernel widens V to fp16, whose range is narrower (decode keeps bf16 V scalar)
   const int mode = wgmma_split_mode();
-  if (mode < 0 || prefill_force_mma() || !(f.cc_major == 9 && f.cc_minor == 0) || p.v.format == VFormat::bf16)
-    return nullptr;
-  if (mode == 0 && !wgmma_split_rule(p, qk, rows)) return nullptr;
-  const PrefillInstance& e = prefill_registry().table[p.paged.page_size > 0 ? 1 : 0][static_cast<int>(qk)]
-                                                     [head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
-  return prefill_rows_fit(p, f, e) ? &e.fa : nullptr;
+  if (mode < 0 || prefill_force_mma() || (mode == 0 && !wgmma_split_rule(p, qk, rows))) return nullptr;
+  const PrefillInstance* e = split_instance(prefill_registry(), p, f, qk);
+  return e ? &e->fa : nullptr;
 #endif
 }
 // Splits: one block a multiprocessor resides (384 threads, 100-200 KB of shared memory), so one
