@@ -434,6 +434,14 @@ bool combine_cols() {
   return on;
 }
 
+// A prefill kernel's name in KernelChoice (one split or key splits): fa_prefill<d128,q8_0,
+// packed16_int8,m128[,paged]>, or fa_prefill_mma<…,m64> for the warp-MMA kernel.
+std::string prefill_name(const AttnParams& p, QKMode qk, bool mma, const FaInstance& e) {
+  return std::string(mma ? "fa_prefill_mma<d" : "fa_prefill<d") + std::to_string(p.head_dim) + "," +
+         vf_name(p.v.format) + "," + qk_name(qk) + ",m" + std::to_string(e.rows_per_block) +
+         (p.paged.page_size > 0 ? ",paged" : "") + ">";
+}
+
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
   PACKFA_TRY(validate(p));
   const QKMode qk = qk_mode(p);
@@ -452,9 +460,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       out->split_len = std::max(32, p.max_kv_len);
       out->rclass = 0;
       if (want_name)
-        out->name = std::string(pick.mma ? "fa_prefill_mma<d" : "fa_prefill<d") + std::to_string(p.head_dim) + "," +
-                    vf_name(p.v.format) + "," + qk_name(qk) + ",m" + std::to_string(e->rows_per_block) +
-                    (p.paged.page_size > 0 ? ",paged" : "") + ">";
+        out->name = prefill_name(p, qk, pick.mma, *e);
       return Status::Ok();
     }
   }
@@ -464,9 +470,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {
       PACKFA_TRY(plan_wgmma_split(p, f, e, rows, out));
       if (want_name)
-        out->name = std::string("fa_prefill<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +
-                    qk_name(qk) + ",m" + std::to_string(e->rows_per_block) + (p.paged.page_size > 0 ? ",paged" : "") +
-                    ">";
+        out->name = prefill_name(p, qk, false, *e);
       return Status::Ok();
     }
   }
@@ -476,9 +480,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
       PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
       if (want_name)
-        out->name = std::string("fa_prefill_mma<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," +
-                    qk_name(qk) + ",m" + std::to_string(e->rows_per_block) + (p.paged.page_size > 0 ? ",paged" : "") +
-                    ">";
+        out->name = prefill_name(p, qk, true, *e);
       return Status::Ok();
     }
   }
