@@ -44,7 +44,10 @@ const char* ref_mode_name(RefMode m);
 // o: [batch][nq][n_q_heads][head_dim] dense; lse: [batch][nq][n_q_heads] (either may be
 // null). Returns invalid_argument for structurally bad params (checked here, more
 // leniently than validate(): any head_dim that the K/V formats allow, no alignment).
-Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse);
+// threads: rows run on that many threads (the results are bitwise the same for any count);
+// 0 = PACKFA_REF_THREADS or the hardware's, fewer for small problems.
+Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse,
+                           int threads = 0);
 
 // Final logits (after scale, softcap, mask, ALiBi) of query row (b, i, head h) over keys
 // j = 0..kv_len[b]-1, -inf for keys that are not visible; *sink (optional) gets sinks[h]

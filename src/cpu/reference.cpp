@@ -1,8 +1,13 @@
 // fp64 CPU reference attention (include/packfa/reference.hpp, docs/format.md).
 #include "packfa/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "packfa/pack.hpp"
 
@@ -10,6 +15,17 @@ namespace packfa {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Threads of reference_attention: PACKFA_REF_THREADS if set (>= 1), else the hardware's, at
+// most 32.
+int reference_threads() {
+  static const int n = [] {
+    const char* e = std::getenv("PACKFA_REF_THREADS");
+    if (e && e[0]) return std::max(1, std::atoi(e));
+    return static_cast<int>(std::min(32u, std::max(1u, std::thread::hardware_concurrency())));
+  }();
+  return n;
+}
 
 bool valid_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
@@ -226,43 +242,65 @@ Status reference_logits(const AttnParams& p, RefMode mode, int b, int i, int h, 
   return Status::Ok();
 }
 
-Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse) {
+// Rows (sequence, query, head) are independent and each writes only its own O row and LSE,
+// so they run on several threads; every row's arithmetic is the same on any thread count (the
+// results are bitwise identical). Why: the GPU tests check every call against this reference,
+// and one thread made the attention suite outlast a 10-minute device call.
+Status reference_attention(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse,
+                           int threads) {
   PACKFA_TRY(check(p, mode));
   const int d = p.head_dim, H = p.n_q_heads, group = p.n_q_heads / p.n_kv_heads;
   if (o) o->assign(static_cast<size_t>(p.batch) * p.nq * H * d, 0.0);
   if (lse) lse->assign(static_cast<size_t>(p.batch) * p.nq * H, kNegInf);
-  QRow r;
-  std::vector<double> logits, vrow(d);
-  for (int b = 0; b < p.batch; ++b) {
-    for (int i = 0; i < p.nq; ++i) {
-      for (int h = 0; h < H; ++h) {
-        const double sink = row_logits(p, mode, &r, b, i, h, &logits);
-        const int L = static_cast<int>(logits.size());
-        double mx = sink;
-        for (double s : logits) mx = std::fmax(mx, s);
-        const size_t row = (static_cast<size_t>(b) * p.nq + i) * H + h;
-        if (std::isinf(mx) && mx < 0) continue;  // nothing visible, no sink: O = 0, LSE = -inf
-        double denom = std::exp(sink - mx);
-        for (double s : logits) denom += std::exp(s - mx);
-        const double l = mx + std::log(denom);
-        if (lse) (*lse)[row] = l;
-        if (!o) continue;
-        double* out = o->data() + row * d;
-        const int g = h / group;
-        for (int j = 0; j < L; ++j) {
-          if (std::isinf(logits[j]) && logits[j] < 0) continue;
-          const double pj = std::exp(logits[j] - l);
-          const char* vr = static_cast<const char*>(p.v.data) + key_offset(p, p.v.strides, b, j) +
-                           g * p.v.strides.head;
-          const char* vsr = p.v.scales ? static_cast<const char*>(p.v.scales) + key_offset(p, p.v.scale_strides, b, j) +
-                                             g * p.v.scale_strides.head
-                                       : nullptr;
-          dequantize_v_row(p.v.format, vr, vsr, d, vrow.data());
-          for (int c = 0; c < d; ++c) out[c] += pj * vrow[c];
-        }
+  auto rows = [&](int64_t r0, int64_t r1) {
+    QRow r;
+    std::vector<double> logits, vrow(d);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int h = static_cast<int>(row % H), i = static_cast<int>(row / H % p.nq);
+      const int b = static_cast<int>(row / H / p.nq);
+      const double sink = row_logits(p, mode, &r, b, i, h, &logits);
+      const int L = static_cast<int>(logits.size());
+      double mx = sink;
+      for (double s : logits) mx = std::fmax(mx, s);
+      if (std::isinf(mx) && mx < 0) continue;  // nothing visible, no sink: O = 0, LSE = -inf
+      double denom = std::exp(sink - mx);
+      for (double s : logits) denom += std::exp(s - mx);
+      const double l = mx + std::log(denom);
+      if (lse) (*lse)[row] = l;
+      if (!o) continue;
+      double* out = o->data() + row * d;
+      const int g = h / group;
+      for (int j = 0; j < L; ++j) {
+        if (std::isinf(logits[j]) && logits[j] < 0) continue;
+        const double pj = std::exp(logits[j] - l);
+        const char* vr = static_cast<const char*>(p.v.data) + key_offset(p, p.v.strides, b, j) + g * p.v.strides.head;
+        const char* vsr = p.v.scales ? static_cast<const char*>(p.v.scales) + key_offset(p, p.v.scale_strides, b, j) +
+                                           g * p.v.scale_strides.head
+                                     : nullptr;
+        dequantize_v_row(p.v.format, vr, vsr, d, vrow.data());
+        for (int c = 0; c < d; ++c) out[c] += pj * vrow[c];
       }
     }
+  };
+  const int64_t n_rows = static_cast<int64_t>(p.batch) * p.nq * H;
+  // Automatic: about a million key visits a thread at least (below that, starting threads
+  // costs more than it saves).
+  const int64_t work = n_rows * std::max(1, p.max_kv_len);
+  const int64_t want = threads > 0 ? std::min<int64_t>(threads, n_rows)
+                                   : std::min<int64_t>({reference_threads(), n_rows, std::max<int64_t>(1, work >> 20)});
+  if (want <= 1) {
+    rows(0, n_rows);
+    return Status::Ok();
   }
+  std::vector<std::thread> pool;
+  try {
+    for (int64_t t = 1; t < want; ++t) pool.emplace_back(rows, n_rows * t / want, n_rows * (t + 1) / want);
+  } catch (const std::system_error&) {  // no threads to be had: the rows left run on this one
+  }
+  const int64_t started = static_cast<int64_t>(pool.size()) + 1;
+  rows(0, n_rows / want);
+  for (int64_t t = started; t < want; ++t) rows(n_rows * t / want, n_rows * (t + 1) / want);
+  for (std::thread& th : pool) th.join();
   return Status::Ok();
 }
 

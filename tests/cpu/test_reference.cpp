@@ -337,6 +337,33 @@ TEST_CASE("kernel modes are close to exact mode on realistic data", "[ref][kerne
   CHECK(li == lf);
 }
 
+TEST_CASE("reference rows on several threads: bitwise the rows of one thread", "[ref]") {
+  // 2 x 3 x 8 = 48 rows over uneven thread counts (row ranges of 6-7 and 1-2 rows, more
+  // threads than rows); masks, sinks and mixed lengths so that rows differ
+  ProblemConfig c;
+  c.batch = 2; c.nq = 3; c.n_q_heads = 8; c.n_kv_heads = 2; c.head_dim = 64; c.kv_lens = {300, 41};
+  c.seed = 21; c.mask = true; c.sinks = true;
+  HostProblem hp;
+  REQUIRE(make_problem(c, &hp).ok());
+  std::vector<double> o1, l1;
+  REQUIRE(reference_attention(hp.params, RefMode::kernel_int8, &o1, &l1, 1).ok());
+  REQUIRE(o1.size() == 48u * 64u);
+  int nonzero = 0;
+  for (size_t r = 0; r < l1.size(); ++r) nonzero += std::isfinite(l1[r]) ? 1 : 0;
+  CHECK(nonzero == 48);  // every row has visible keys: a skipped row would show
+  for (int t : {2, 7, 31, 48, 100}) {
+    std::vector<double> ot, lt;
+    REQUIRE(reference_attention(hp.params, RefMode::kernel_int8, &ot, &lt, t).ok());
+    INFO("threads " << t);
+    CHECK(ot == o1);
+    CHECK(lt == l1);
+  }
+  std::vector<double> oa, la;  // automatic count
+  REQUIRE(reference_attention(hp.params, RefMode::kernel_int8, &oa, &la).ok());
+  CHECK(oa == o1);
+  CHECK(la == l1);
+}
+
 TEST_CASE("reference rejects structurally bad params with the field name", "[ref]") {
   Tiny t(1, 1, 2, 1, 4, 2);
   t.repoint();

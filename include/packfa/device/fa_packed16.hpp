@@ -86,7 +86,7 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   keys_seen_by_all(keys, p);
   PACKFA_TRACE_AT(p, 2);
   const WaveSmem<T> ws = sm.wave(wave);
-  const ChunkStager<T, PAGED> stager = ChunkStager<T, PAGED>::make(p, ws, br.b, br.kvh, keys.lo, keys.hi);
+  ChunkStager<T, PAGED> stager = ChunkStager<T, PAGED>::make(p, ws, br.b, br.kvh, keys.lo, keys.hi);
   const ScoreEdit edit = ScoreEdit::of(p, br.b);
   MainLoop loop;
   loop.init();

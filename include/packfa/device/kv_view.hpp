@@ -52,28 +52,51 @@ struct KvView {
     if (errors && arch::lane_id() == 0) atomicAdd(errors + 2, 1);
     return 0;
   }
-  // The pages of chunk [key0, key0 + n) (paged views only): one table read per lane (lane l
-  // reads the entry of key key0 + min(l, n - 1), so only the chunk's own entries: one or two
-  // words, a broadcast), the halves' pages from lanes 0 and 16 by shuffles. A bad id reads
-  // page 0 and is counted once per chunk and page it names, by the chunk's first lane in that
-  // page (lane 0; lane 16 too with pages of 16) -- the counts of page_of per page.
-  PACKFA_DEV KvChunk chunk(int key0, int n) const {
+  // The pages of chunk [key0, key0 + n) from the halves' table entries id0 (rows 0-15) and
+  // id1 (rows 16-31), wave-uniform. A bad id reads page 0 and is counted once per chunk and
+  // page it names (lane 0; lane 16 too when rows 16.. start a page): the counts of page_of
+  // per page.
+  PACKFA_DEV KvChunk chunk_of(int key0, int n, int id0, int id1) const {
     const int lane = arch::lane_id();
     const int mask = (1 << page_shift) - 1;
-    const int key = key0 + min(lane, n - 1);
-    const int id = table[key >> page_shift];
+    const bool bad0 = static_cast<unsigned>(id0) >= static_cast<unsigned>(num_pages);
+    const bool bad1 = static_cast<unsigned>(id1) >= static_cast<unsigned>(num_pages);
+    if (errors && ((lane == 0 && bad0) || (lane == 16 && n > 16 && ((key0 + 16) & mask) == 0 && bad1)))
+      atomicAdd(errors + 2, 1);  // out of contract: rare
     KvChunk c;
-    c.page_lane = id;
-    if (static_cast<unsigned>(id) >= static_cast<unsigned>(num_pages)) {  // out of contract: rare
-      c.page_lane = 0;
-      if (errors && lane < n && (lane == 0 || (key & mask) == 0)) atomicAdd(errors + 2, 1);
-    }
-    c.slot_lane = key & mask;
-    c.page[0] = arch::shfl(c.page_lane, 0);
-    c.page[1] = arch::shfl(c.page_lane, 16);
+    c.page[0] = bad0 ? 0 : id0;
+    c.page[1] = bad1 ? 0 : id1;
     c.slot[0] = key0 & mask;
     c.slot[1] = (key0 + 16) & mask;
+    const int key = key0 + min(lane, n - 1);
+    c.page_lane = key - key0 >= 16 ? c.page[1] : c.page[0];
+    c.slot_lane = key & mask;
     return c;
+  }
+};
+
+// The block-table entries of up to 32 consecutive pages of one view, one per lane (decision
+// "paged-table-window"): the chunk loop takes each chunk's page ids from registers by shuffles
+// and reads the table once per 32 pages (a coalesced 128-byte line) instead of once per chunk.
+// Why: the id is the first link of every copy's address, so a table read per chunk put a
+// global-memory round trip in front of each chunk's copies; ggml V's 8-byte copies allocate
+// in L1 and evict the table's line (paged q8_0 / q4_0 V were 6-12% slower than contiguous,
+// session 12, while f16 V with 16-byte L1-bypassing copies was not).
+struct KvTableWindow {
+  int base = -0x40000000;  // page index of lane 0's entry; far below any page at the start
+  int id = 0;              // lane l: table entry of page base + l (pages past `last`: 0)
+
+  // The table entries of the halves of chunk [key0, key0 + 32): reloads the window (from the
+  // chunk's first page, pages <= last) when the chunk is not inside it. Wave-uniform.
+  PACKFA_DEV void ids(const KvView& v, int key0, int last, int& id0, int& id1) {
+    const int p0 = key0 >> v.page_shift, p1 = (key0 + 16) >> v.page_shift;  // p1 - p0 is 0 or 1
+    if (p0 < base || p1 >= base + arch::kWaveSize) {
+      base = p0;
+      const int pg = p0 + arch::lane_id();
+      id = pg <= last ? v.table[pg] : 0;
+    }
+    id0 = arch::shfl(id, p0 - base);
+    id1 = arch::shfl(id, p1 - base);
   }
 };
 

@@ -118,6 +118,7 @@ struct ChunkStager {
   int b, lo, hi;
   bool b16;  // K scale blocks of 16
   const char *kbase, *ksbase, *vbase, *vsbase;  // the planes of this (sequence, KV head)
+  KvTableWindow table;                           // PAGED: the wave's window of page ids
 
   PACKFA_DEV static ChunkStager make(const FaKernelParams& p, WaveSmem<T> ws, int b, int kvh, int lo, int hi) {
     const int64_t bseq = PAGED ? 0 : b;  // paged: the seq strides are page strides
@@ -125,7 +126,7 @@ struct ChunkStager {
     const char* ksbase = p.ks + bseq * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
     const char* vbase = p.v + bseq * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
     const char* vsbase = p.vs + bseq * p.vs_seq + static_cast<int64_t>(kvh) * p.vs_head;
-    return ChunkStager{p, ws, b, lo, hi, p.k_block == 16, kbase, ksbase, vbase, vsbase};
+    return ChunkStager{p, ws, b, lo, hi, p.k_block == 16, kbase, ksbase, vbase, vsbase, KvTableWindow{}};
   }
 
   // The chunk's rows [0, n): K and V rows from rows s.. of krow / vrow (rows one slot stride
@@ -154,10 +155,11 @@ struct ChunkStager {
     }
   }
   // Chunk `chunk` of the group into stage `stage`: rows from slot key0 on, or (paged) from the
-  // two halves' pages, each lane's scale rows from its own key's page (kv_view.hpp KvChunk).
-  // One sweep of copies either way: the paged chunk runs the contiguous copy code with one
-  // more pointer per plane, not a loop over runs of rows (session 11, bench/NOTES.md).
-  PACKFA_DEV_STAGE void stage(int chunk, int stage) const {
+  // two halves' pages, each lane's scale rows from its own key's page (kv_view.hpp KvChunk;
+  // the page ids from the wave's table window, KvTableWindow). One sweep of copies either way:
+  // the paged chunk runs the contiguous copy code with one more pointer per plane, not a loop
+  // over runs of rows (session 11, bench/NOTES.md).
+  PACKFA_DEV_STAGE void stage(int chunk, int stage) {
     const int lane = arch::lane_id();
     const int key0 = lo + chunk * T::kChunk;
     const int n = min(T::kChunk, hi - key0);
@@ -169,7 +171,9 @@ struct ChunkStager {
     } else {  // the view is built here, so nothing of it stays live in the loop
       const KvView view{p.block_table + static_cast<int64_t>(b) * p.table_stride, 31 - __clz(p.page_size),
                         p.num_pages, p.errors};
-      const KvChunk c = view.chunk(key0, n);
+      int id0, id1;
+      table.ids(view, key0, (hi - 1) >> view.page_shift, id0, id1);
+      const KvChunk c = view.chunk_of(key0, n, id0, id1);
       rows<true>(st, n, kbase + c.page_off(0, p.k_seq), vbase + c.page_off(0, p.v_seq), c.slot[0],
                  kbase + c.page_off(1, p.k_seq), vbase + c.page_off(1, p.v_seq), c.slot[1],
                  ksbase + c.lane(p.ks_seq, p.ks_slot), vsbase + c.lane(p.vs_seq, p.vs_slot));
