@@ -202,14 +202,24 @@ void check_paged(const PagedCase& pc, uint64_t seed) {
   CHECK(host_errs[0] == 0);
   CHECK(host_errs[1] == 0);
   CHECK(host_errs[2] == 0);
+  if (pc.splits > 0) {
+    // claims: the same sums in another order, so not bitwise: a chunk's P is rounded to fp16
+    // for the P·V relative to the running maximum of whichever wave took it (~2^-11 a term:
+    // up to ~5e-4 relative L2 over outputs that average 20k random V rows). One chunk of 32
+    // keys from a wrong page (pages are scrambled) moves its rows by ~32 / 20k of a V row,
+    // against O ~ 1 / sqrt(20k) of one: ~0.1 relative L2 over the output, and the LSE by ~1e-3
+    // (the LSE sums fp32 P: reordering moves it ~1e-6).
+    const double e = rel_err(o_paged, o_flat);
+    double lse_d = 0;
+    for (size_t i = 0; i < lse_flat.size(); ++i) lse_d = std::max(lse_d, std::fabs(lse_flat[i] - lse_paged[i]));
+    INFO("relative L2 error " << e << ", LSE max difference " << lse_d);
+    CHECK(e <= 5e-3);
+    CHECK(lse_d <= 1e-4);
+    return;
+  }
   int diff = 0;
-  // claims: fp32 sums in another order (a wrong page would be off by O(1): pages are scrambled)
-  const double tol = pc.splits > 0 ? 2e-5 : 0.0;
-  auto differs = [&](double a, double b) {
-    return tol > 0 ? !(std::fabs(a - b) <= tol * (1.0 + std::fabs(a))) : std::memcmp(&a, &b, sizeof(double)) != 0;
-  };
-  for (int64_t i = 0; i < n; ++i) diff += differs(o_flat[i], o_paged[i]);
-  for (size_t i = 0; i < lse_flat.size(); ++i) diff += differs(lse_flat[i], lse_paged[i]);
+  for (int64_t i = 0; i < n; ++i) diff += std::memcmp(&o_flat[i], &o_paged[i], sizeof(double)) != 0;
+  for (size_t i = 0; i < lse_flat.size(); ++i) diff += std::memcmp(&lse_flat[i], &lse_paged[i], sizeof(double)) != 0;
   CHECK(diff == 0);
 }
 
