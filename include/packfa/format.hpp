@@ -51,6 +51,11 @@ PACKFA_HD float fp16_to_float(uint16_t h) {
   return f;
 }
 
+// v >> shift (shift 1..24) rounded to nearest, ties to even.
+PACKFA_HD uint32_t shift_round_even(uint32_t v, int shift) {
+  const uint32_t r = v >> shift, rem = v & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  return r + ((rem > half || (rem == half && (r & 1u))) ? 1u : 0u);
+}
 // Round to nearest even; overflow gives ±inf, as IEEE conversion does.
 PACKFA_HD uint16_t fp16_from_float(float f) {
   uint32_t x;
@@ -61,18 +66,10 @@ PACKFA_HD uint16_t fp16_from_float(float f) {
   if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504
   if (ax < 0x33000001u) return sign;                                     // < half the smallest subnormal
   const int e = static_cast<int>(ax >> 23);
-  if (e < 113) {  // fp16 subnormal
-    const uint32_t man = (ax & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - e;  // 14..24
-    uint32_t r = man >> shift;
-    const uint32_t rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1u))) ++r;
-    return static_cast<uint16_t>(sign | r);
-  }
-  uint32_t r = ((static_cast<uint32_t>(e - 112)) << 10) | ((ax >> 13) & 0x3ffu);
-  const uint32_t rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
-  return static_cast<uint16_t>(sign | r);
+  if (e < 113)  // fp16 subnormal: the mantissa with its implicit bit, shifted 14..24
+    return static_cast<uint16_t>(sign | shift_round_even((ax & 0x7fffffu) | 0x800000u, 126 - e));
+  // normal: exponent and mantissa in one field, so a rounding carry moves into the exponent
+  return static_cast<uint16_t>(sign | shift_round_even(((static_cast<uint32_t>(e - 112)) << 23) | (ax & 0x7fffffu), 13));
 }
 
 PACKFA_HD float bf16_to_float(uint16_t b) {
@@ -147,39 +144,32 @@ PACKFA_HD uint16_t packed16_quantize_block(const float* x, int n, int8_t* q, Pac
 // CUDA: the _rn intrinsics are never contracted. HIP: its __fmul_rn is a plain multiply that
 // clang fuses (v_fmaak_f32 with 8.5 on gfx1100): the pragma keeps these operations unfused.
 // Host: a volatile float holds a rounded float on every compiler, whatever the flags.
-PACKFA_HD float mul_rounded(float x, float y) {
+// One of x·y, x + y, x / y, rounded on its own as above.
+enum class RoundedOp { mul, add, div };
+template <RoundedOp O>
+PACKFA_HD float op_rounded(float x, float y) {
 #if defined(PACKFA_DEVICE_CUDA)
-  return __fmul_rn(x, y);
-#elif defined(PACKFA_DEVICE_HIP)
-#pragma clang fp contract(off)
-  return x * y;
+  if constexpr (O == RoundedOp::mul) {
+    return __fmul_rn(x, y);
+  } else if constexpr (O == RoundedOp::add) {
+    return __fadd_rn(x, y);
+  } else {
+    return __fdiv_rn(x, y);
+  }
 #else
-  volatile float r = x * y;
+#if defined(PACKFA_DEVICE_HIP)
+#pragma clang fp contract(off)
+  const float r =
+#else
+  volatile float r =
+#endif
+      O == RoundedOp::mul ? x * y : O == RoundedOp::add ? x + y : x / y;
   return r;
 #endif
 }
-PACKFA_HD float add_rounded(float x, float y) {
-#if defined(PACKFA_DEVICE_CUDA)
-  return __fadd_rn(x, y);
-#elif defined(PACKFA_DEVICE_HIP)
-#pragma clang fp contract(off)
-  return x + y;
-#else
-  volatile float r = x + y;
-  return r;
-#endif
-}
-PACKFA_HD float div_rounded(float x, float y) {
-#if defined(PACKFA_DEVICE_CUDA)
-  return __fdiv_rn(x, y);
-#elif defined(PACKFA_DEVICE_HIP)
-#pragma clang fp contract(off)
-  return x / y;
-#else
-  volatile float r = x / y;
-  return r;
-#endif
-}
+PACKFA_HD float mul_rounded(float x, float y) { return op_rounded<RoundedOp::mul>(x, y); }
+PACKFA_HD float add_rounded(float x, float y) { return op_rounded<RoundedOp::add>(x, y); }
+PACKFA_HD float div_rounded(float x, float y) { return op_rounded<RoundedOp::div>(x, y); }
 
 // Non-finite inputs of the V quantizers count as 0 (docs/format.md, "V formats").
 PACKFA_HD float finite_or_zero(float v) { return is_finite_f32(v) ? v : 0.0f; }

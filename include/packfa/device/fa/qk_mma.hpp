@@ -20,6 +20,9 @@ namespace packfa::device {
 // key 2·(lane%4) (key tile n: + 8n rows).
 template <class T>
 struct KTileLane {
+  static constexpr int kN = kFaChunk / 8;      // key tiles of 8 a chunk
+  static constexpr int kPieces = T::kD / 16;   // 16-dim pieces of a K row
+  static constexpr bool kHi = T::kRows > 8;    // rows g + 8 exist
   const char* kl;
   const char* kd;
   PACKFA_DEV KTileLane(const char* k_sm, const char* ks_sm) {
@@ -55,13 +58,11 @@ PACKFA_DEV void k_frags_32(uint32_t (&kb)[kFaChunk / 8][2], const char* kl, int 
 template <class T, int KB>
 PACKFA_DEV void qk_mma_int8(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4], const char* k_sm,
                             const char* ks_sm, const float (&qsc)[T::kQBlocks][2]) {
-  constexpr int D = T::kD;
-  constexpr int kN = kFaChunk / 8;
-  constexpr int kPieces = D / 16;
-  constexpr bool kHi = T::kRows > 8;
-  const KTileLane<T> kt(k_sm, ks_sm);
-  const char* kl = kt.kl;
-  const char* kd = kt.kd;
+  using L = KTileLane<T>;
+  constexpr int D = T::kD, kN = L::kN, kPieces = L::kPieces;
+  constexpr bool kHi = L::kHi;
+  const L kt(k_sm, ks_sm);
+  const char *kl = kt.kl, *kd = kt.kd;
   // K scales come kG blocks per load (8 bytes; one per load for D = 256, whose 16-row class
   // has no registers to spare): kw[n][e] holds blocks kG·i.. of key 8n + 2t + e
   constexpr int kG = D <= 128 ? 4 : 1;
@@ -147,13 +148,11 @@ PACKFA_DEV void i8x4_to_half2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
 template <class T, int KB>
 PACKFA_DEV void qk_mma_f16q(float (&sc)[kFaChunk / 8][4], const uint32_t (&qa)[T::kD / 16][4], const char* k_sm,
                             const char* ks_sm) {
-  constexpr int D = T::kD;
-  constexpr int kN = kFaChunk / 8;
-  constexpr int kPieces = D / 16;
-  constexpr bool kHi = T::kRows > 8;
-  const KTileLane<T> kt(k_sm, ks_sm);
-  const char* kl = kt.kl;
-  const char* kd = kt.kd;
+  using L = KTileLane<T>;
+  constexpr int kN = L::kN, kPieces = L::kPieces;
+  constexpr bool kHi = L::kHi;
+  const L kt(k_sm, ks_sm);
+  const char *kl = kt.kl, *kd = kt.kd;
   // K scales two blocks per 4-byte load (8-byte loads as in qk_mma_int8 cost 8 more registers
   // here: fp16 Q holds twice the A registers; sm_89 spilled 4 bytes with them)
   uint32_t kw[kN][2];
