@@ -79,9 +79,10 @@ struct KvView {
 // "paged-table-window"): the chunk loop takes each chunk's page ids from registers by shuffles
 // and reads the table once per 32 pages (a coalesced 128-byte line) instead of once per chunk.
 // Why: the id is the first link of every copy's address, so a table read per chunk put a
-// global-memory round trip in front of each chunk's copies; ggml V's 8-byte copies allocate
-// in L1 and evict the table's line (paged q8_0 / q4_0 V were 6-12% slower than contiguous,
-// session 12, while f16 V with 16-byte L1-bypassing copies was not).
+// global-memory round trip in front of each chunk's copies, and ggml V's 8-byte copies allocate
+// in L1 and evict the table's line (H200, kv 128k, pages of 32 / 16 over contiguous: q8_0 V
+// +7.8 / +10.9% -> +2.7 / +4.2% with the window; q4_0's +9 / +12% is something else, bench/NOTES.md
+// session 16).
 struct KvTableWindow {
   int base = -0x40000000;  // page index of lane 0's entry; far below any page at the start
   int id = 0;              // lane l: table entry of page base + l (pages past `last`: 0)
