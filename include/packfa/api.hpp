@@ -152,39 +152,32 @@ Status fa_workspace_bytes(const AttnParams& p, int device, size_t* bytes);
 Status fa_packed16_forward(const AttnParams& p, void* stream);
 
 // ---- pack-on-write -------------------------------------------------------------------------
-struct PackKParams {
+// What pack_k_packed16 and quantize_v share: the new tokens to write and the cache slots they go to.
+struct CacheWriteParams {
   int n_tokens = 0, n_kv_heads = 0, head_dim = 0;
   DType src_type = DType::f16;
   const void* src = nullptr;        // [token][kv_head][head_dim]
   int64_t src_token_stride = 0, src_head_stride = 0;  // elements
-  KCache dst;                       // packed16 planes (seq stride unused)
   const int32_t* slots = nullptr;   // device [n_tokens] slot of each token, or null:
   int64_t base_slot = 0;            //   slot = base_slot + token
-  const float* smooth_shift = nullptr;  // optional m[n_kv_heads][head_dim]
-  // dst.smooth_scale (optional) is s: the cache stores quantize((k - m) / s)
-  int* counters = nullptr;          // optional device int[2]: nonfinite, overflow (added to)
   int pdl = -1;
-  // ---- appended fields ----
   // Paged cache: slot = page id · page_size + offset (vLLM's slot_mapping); dst's
   // Strides.seq is the byte stride between pages. 0 = flat slots.
   int page_size = 0;
   int64_t n_slots = 0;              // slots in the cache (pages · page_size when paged); 0 = unchecked
   // slots[t] < 0 skips token t (vLLM's padding); slots >= n_slots (when set) are skipped too.
 };
+
+struct PackKParams : CacheWriteParams {
+  KCache dst;                       // packed16 planes (seq stride unused)
+  const float* smooth_shift = nullptr;  // optional m[n_kv_heads][head_dim]
+  // dst.smooth_scale (optional) is s: the cache stores quantize((k - m) / s)
+  int* counters = nullptr;          // optional device int[2]: nonfinite, overflow (added to)
+};
 Status pack_k_packed16(const PackKParams& p, void* stream);
 
-struct QuantVParams {
-  int n_tokens = 0, n_kv_heads = 0, head_dim = 0;
-  DType src_type = DType::f16;
-  const void* src = nullptr;        // [token][kv_head][head_dim]
-  int64_t src_token_stride = 0, src_head_stride = 0;  // elements
+struct QuantVParams : CacheWriteParams {
   VCache dst;                       // q8_0 or q4_0 (f16/bf16: converted copy)
-  const int32_t* slots = nullptr;   // as PackKParams::slots (< 0: skip the token)
-  int64_t base_slot = 0;
-  int pdl = -1;
-  // ---- appended fields ----
-  int page_size = 0;                // as PackKParams::page_size
-  int64_t n_slots = 0;              // as PackKParams::n_slots
 };
 Status quantize_v(const QuantVParams& p, void* stream);
 // The checks pack_k_packed16 / quantize_v run before touching the device (also in builds

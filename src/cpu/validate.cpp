@@ -467,13 +467,29 @@ Check source_region(Regions* rs, DType t, const void* src, int n_tokens, int64_t
   return add_in(rs, "src", src, bytes);
 }
 
-}  // namespace
-
-static Check validate_impl(const PackKParams& p) {
+// The checks both pack-on-write calls run first: token and head counts, head_dim and the source.
+Check check_write_source(const CacheWriteParams& p) {
   if (p.n_tokens < 0) return bad("n_tokens", "must be >= 0", num(p.n_tokens));
   if (p.n_kv_heads < 1) return bad("n_kv_heads", "must be >= 1", num(p.n_kv_heads));
   if (!valid_head_dim(p.head_dim)) return bad("head_dim", "must be one of 64, 80, 96, 112, 128, 256", num(p.head_dim));
-  VTRY(check_source("src", p.src_type, p.src, p.src_token_stride, p.src_head_stride));
+  return check_source("src", p.src_type, p.src, p.src_token_stride, p.src_head_stride);
+}
+
+// The checks both run after their dst fields: slot fields and pdl. Then adds what both calls
+// read (src, slots) to rs.
+Check check_write_slots(const CacheWriteParams& p, Regions* rs) {
+  VTRY(check_slots_fields(p.slots, p.base_slot, p.page_size, p.n_slots, p.n_tokens));
+  if (p.pdl < -1 || p.pdl > 1) return bad("pdl", "must be -1, 0 or 1", num(p.pdl));
+  VTRY(source_region(rs, p.src_type, p.src, p.n_tokens, p.src_token_stride, p.n_kv_heads, p.src_head_stride,
+                     p.head_dim));
+  if (p.n_tokens > 0) VTRY(add_in(rs, "slots", p.slots, 4 * static_cast<int64_t>(p.n_tokens)));
+  return nullptr;
+}
+
+}  // namespace
+
+static Check validate_impl(const PackKParams& p) {
+  VTRY(check_write_source(p));
   if (p.dst.format != KFormat::packed16) return bad("dst.format", "must be packed16", num(static_cast<int>(p.dst.format)));
   if (p.dst.block != 16 && p.dst.block != 32) return bad("dst.block", "must be 16 or 32", num(p.dst.block));
   if (p.head_dim % p.dst.block) return bad("dst.block", "must divide head_dim " + num(p.head_dim), num(p.dst.block));
@@ -485,15 +501,11 @@ static Check validate_impl(const PackKParams& p) {
   VTRY(check_aligned("dst.smooth_scale", p.dst.smooth_scale, 4));
   VTRY(check_aligned("smooth_shift", p.smooth_shift, 4));
   VTRY(check_aligned("counters", p.counters, 4));
-  VTRY(check_slots_fields(p.slots, p.base_slot, p.page_size, p.n_slots, p.n_tokens));
-  if (p.pdl < -1 || p.pdl > 1) return bad("pdl", "must be -1, 0 or 1", num(p.pdl));
-
   Regions rs;
+  VTRY(check_write_slots(p, &rs));
+
   const int64_t GD = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
-  VTRY(source_region(&rs, p.src_type, p.src, p.n_tokens, p.src_token_stride, p.n_kv_heads, p.src_head_stride,
-                           p.head_dim));
   if (p.n_tokens > 0) {
-    VTRY(add_in(&rs, "slots", p.slots, 4 * static_cast<int64_t>(p.n_tokens)));
     VTRY(add_in(&rs, "smooth_shift", p.smooth_shift, 4 * GD));
     VTRY(add_in(&rs, "dst.smooth_scale", p.dst.smooth_scale, 4 * GD));
     int64_t ms = 0;
@@ -515,10 +527,7 @@ static Check validate_impl(const PackKParams& p) {
 }
 
 static Check validate_impl(const QuantVParams& p) {
-  if (p.n_tokens < 0) return bad("n_tokens", "must be >= 0", num(p.n_tokens));
-  if (p.n_kv_heads < 1) return bad("n_kv_heads", "must be >= 1", num(p.n_kv_heads));
-  if (!valid_head_dim(p.head_dim)) return bad("head_dim", "must be one of 64, 80, 96, 112, 128, 256", num(p.head_dim));
-  VTRY(check_source("src", p.src_type, p.src, p.src_token_stride, p.src_head_stride));
+  VTRY(check_write_source(p));
   if (!p.dst.data) return fail(invalid("dst.data", "is null"));
   if (static_cast<int>(p.dst.format) >= kNumVFormats)
     return bad("dst.format", "unknown V format", num(static_cast<int>(p.dst.format)));
@@ -531,14 +540,10 @@ static Check validate_impl(const QuantVParams& p) {
     if (!p.dst.scales) return fail(invalid("dst.scales", "is null (q8_0_planar keeps its block scales there)"));
     VTRY(check_rows("dst.scales", "dst.scale_strides", p.dst.scales, p.dst.scale_strides, 2, paged));
   }
-  VTRY(check_slots_fields(p.slots, p.base_slot, p.page_size, p.n_slots, p.n_tokens));
-  if (p.pdl < -1 || p.pdl > 1) return bad("pdl", "must be -1, 0 or 1", num(p.pdl));
-
   Regions rs;
-  VTRY(source_region(&rs, p.src_type, p.src, p.n_tokens, p.src_token_stride, p.n_kv_heads, p.src_head_stride,
-                           p.head_dim));
+  VTRY(check_write_slots(p, &rs));
+
   if (p.n_tokens > 0) {
-    VTRY(add_in(&rs, "slots", p.slots, 4 * static_cast<int64_t>(p.n_tokens)));
     int64_t ms = 0;
     if (max_slot(p.slots, p.base_slot, p.n_tokens, p.n_slots, &ms)) {
       if (planar) {  // as for packed16 K: the two planes may interleave
