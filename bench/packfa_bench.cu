@@ -200,6 +200,9 @@ const char* vname(VFormat f) {
 
 // --uniform: every sequence of a batch has kv keys (the peer bench's batches)
 bool g_uniform = false;
+// --host-lens: pass the lengths on the host too (AttnParams::kv_len_host: the planner's
+// one-round rule for batches)
+bool g_host_lens = false;
 
 // Lengths of a batch: batch 1 (or --uniform) = kv; batch > 1: varied, evenly from kv/4 to kv.
 std::vector<int> lengths(const Case& c) {
@@ -351,6 +354,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.n_kv_heads = G;
   p.head_dim = D;
   p.max_kv_len = c.kv;
+  if (g_host_lens) p.kv_len_host = L.data();
   p.q = {DType::f16, q, static_cast<int64_t>(c.nq) * c.H * D, static_cast<int64_t>(c.H) * D, D};
   p.o = {DType::f16, o, static_cast<int64_t>(c.nq) * c.H * D, static_cast<int64_t>(c.H) * D, D};
   p.k.format = c.kf;
@@ -467,7 +471,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   m.splits = ch.num_splits;
   m.kernel = ch.name;
   m.plan = " rg=" + std::to_string(ch.row_groups) + " comb=" + ch.combine + (ch.claims ? " claims" : "") +
-           (ch.split_rounds ? " rounds" : "");
+           (ch.split_rounds ? " rounds" : "") + (ch.one_round ? " one_round" : "");
   for (auto& s : sets) {
     cudaFree(s.k);
     if (s.s) cudaFree(s.s);
@@ -677,6 +681,7 @@ int main(int argc, char** argv) {
                           "  --heads/--kv-heads/--batch/--dot/--uniform   one case of any shape instead of the sweep:\n"
                           "                D --d (128), kv --kv (32768), nq --nq (1), V --v (q8_0), H --heads (32),\n"
                           "                G --kv-heads (8), --batch (1), --dot (int8); --uniform: all sequences kv long\n"
+                          "  --host-lens   also pass the lengths on the host (kv_len_host: the planner's one-round rule)\n"
                           "  --splits N    force the split-KV count (0 = the dispatcher's choice, up to 1024)\n"
                           "  --quick       fewer cases; --chain-only: only the pack -> attention -> combine chain\n"
                           "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
@@ -707,7 +712,8 @@ int main(int argc, char** argv) {
       .integer("--kv-heads", &one_g, 1, 1024)
       .integer("--batch", &one_batch, 1, 4096)
       .choice("--dot", &one_dot, {"int8", "f16"})
-      .flag("--uniform", &g_uniform);
+      .flag("--uniform", &g_uniform)
+      .flag("--host-lens", &g_host_lens);
   int arg_rc = 0;
   if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
   const bool filtered = only_kv || only_nq || only_d || !only_v.empty() || !only_causal.empty();

@@ -80,6 +80,7 @@ packfa::Status to_cpp(const packfa_attn_params* cp, packfa::AttnParams* out) {
   p.mask_head_stride = cp->mask_head_stride;
   p.alibi_mode = static_cast<packfa::AlibiMode>(cp->alibi_mode);
   p.errors = cp->errors;
+  p.kv_len_host = cp->kv_len_host;
   return packfa::Status::Ok();
 }
 

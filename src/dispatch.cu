@@ -17,6 +17,7 @@
 #include "packfa/device/pack_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
+#include "split_plan.hpp"  // detail::one_round_splits (kv_len_host)
 #include "gpu_cause.hpp"  // device_info / gpu_error: the real cause of a failed probe
 
 #if defined(PACKFA_BACKEND_HIP)
@@ -189,6 +190,7 @@ struct Plan {
   int64_t claims = 0;  // claim counters (unsigned, kClaimStride apart); 0: static splits
   int pool0 = 0;       // static chunks per split when claims > 0
   bool split_rounds = false;  // the split count came from the whole-rounds rule (PACKFA_SPLIT_ROUNDS)
+  bool one_round = false;     // the split count came from kv_len_host's one-round rule (split_plan.hpp)
   std::string name;
 };
 
@@ -520,7 +522,8 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   // blocks beat two by 5% with one row and 10% with 16, four waves lost 11%). Batches: the
   // per-sequence lengths live on the device and shorter sequences leave splits idle, so aim
   // for ~4 blocks per multiprocessor (one wave of blocks made a 16-sequence batch of mixed
-  // lengths 25% slower).
+  // lengths 25% slower). With the lengths on the host (AttnParams::kv_len_host) a batch takes
+  // one balanced round instead (below).
   //
   // Batches, whole rounds (2026-12-02; PACKFA_SPLIT_ROUNDS=1, off by default: see
   // split_rounds()): ceil(4 x SMs / base) splits leave a part-filled last round of blocks
@@ -541,6 +544,20 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     }
     const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, (p.max_kv_len + 127) / 128));
     splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
+    // Host lengths (decision "batch-one-round", split_plan.hpp): the most splits whose working
+    // blocks fill one round, when that round is balanced; never more splits than the rule above,
+    // so fa_workspace_bytes without kv_len_host bounds the workspace with it.
+    if (p.batch > 1 && p.kv_len_host && !out->split_rounds) {
+      int per_sm = 0;
+      PACKFA_TRY(resident_blocks(inst, device, &per_sm));
+      const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
+      const int s1 = detail::one_round_splits(p.kv_len_host, p.batch, p.max_kv_len,
+                                              static_cast<int64_t>(p.n_kv_heads) * out->row_groups, slots, splits);
+      if (s1 > 0) {
+        splits = s1;
+        out->one_round = true;
+      }
+    }
   }
   const int64_t len = (p.max_kv_len + splits - 1) / splits;
   out->split_len = static_cast<int>(std::max<int64_t>(32, (len + 31) / 32 * 32));
@@ -725,6 +742,7 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                  : combine_cols()                                   ? "col_block"  // a block per (row, 64 dims)
                                                                     : "block";
   out->split_rounds = pl.split_rounds;
+  out->one_round = pl.one_round;
   return Status::Ok();
 }
 

@@ -32,6 +32,7 @@ regardless of the enabled backend; never cuDNN). Folding GQA into query rows is 
 K/V repeated to every query head before the timed calls ("repeat").
 """
 import argparse
+import ctypes
 import datetime
 import json
 import math
@@ -492,7 +493,9 @@ class Packfa:
             planes[key] = t.permute(0, 2, 1, 3).contiguous() if c["layout"] == "head" else t
         return planes
 
-    def params(self, c, planes, q, o, kv_len, causal):
+    def params(self, c, planes, q, o, kv_len, causal, host_lens=None):
+        """host_lens: the lengths on the host too (AttnParams::kv_len_host, the planner's one-round
+        rule for batches), as an engine that knows them passes them."""
         B, nq, H, G, D = c["batch"], c["nq"], c["n_q_heads"], c["n_kv_heads"], c["head_dim"]
         kr, sr, vr, vsr = packfa_row_bytes(c)
         kw = dict(batch=B, nq=nq, n_q_heads=H, n_kv_heads=G, head_dim=D, max_kv_len=c["max_kv"],
@@ -505,6 +508,8 @@ class Packfa:
             kw.update(k_scales=planes["ks"].data_ptr(), k_scale_strides=self.strides(c, sr), k_block=block_of(D))
         if "vs" in planes:
             kw.update(v_scales=planes["vs"].data_ptr(), v_scale_strides=self.strides(c, vsr))
+        if host_lens is not None:
+            kw.update(kv_len_host=(ctypes.c_int32 * B)(*host_lens))  # kept alive by the struct
         return packfa.AttnParams(**kw)
 
     def forward(self, p):
@@ -533,7 +538,8 @@ def time_packfa(pf, c, args, l2, K, V):
     q = torch.randn(B, nq, H, D, device="cuda", dtype=torch.float16)
     o = torch.empty_like(q)
     kv_len = torch.tensor(lengths(c), dtype=torch.int32, device="cuda")
-    ps = [pf.params(c, s, q, o, kv_len, causal_of(c)) for s in sets]
+    host = None if args.no_host_lens else lengths(c)
+    ps = [pf.params(c, s, q, o, kv_len, causal_of(c), host) for s in sets]
     ws = packfa.workspace_bytes(pf.lib, ps[0], torch.cuda.current_device())
     wbuf = torch.empty(max(ws, 16), dtype=torch.uint8, device="cuda")
     for p in ps:  # a caller-provided workspace: the library's own buffer cannot grow inside a capture
@@ -585,7 +591,7 @@ def run_checks(pf, backends):
             # decode check rows non-causal like SDPA (one decode row: the same); prefill rows as the case says
             causal = c["causal"] if c["prefill"] else nq == 1
             kind = causal_kind(dict(c, causal=causal))
-            pf.forward(pf.params(c, planes, q, o, kv_len, causal))
+            pf.forward(pf.params(c, planes, q, o, kv_len, causal, lens))
             torch.cuda.synchronize()
             qh = q.permute(0, 2, 1, 3).float()  # [B, H, nq, D]
             ref = torch.empty_like(qh)
@@ -826,6 +832,8 @@ def main():
                          "(default 80 with --quick, else 300)")
     ap.add_argument("--commit", default="", help="commit to record (default $PACKFA_COMMIT or git)")
     ap.add_argument("--tag", default="", help="file name suffix")
+    ap.add_argument("--no-host-lens", action="store_true",
+                    help="packfa without kv_len_host (its planner then sees max_kv_len only)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("peer_bench: no CUDA device; nothing to measure")
@@ -852,7 +860,9 @@ def main():
         "folding the group into query rows; causal prefill: is_causal when nq == kv, else packfa's bottom-right rule "
         "as a boolean attn_mask (+mask) or torch's causal_lower_right CausalBias (bias/: it picks its own kernel), "
         "GQA by enable_gqa or K/V repeated before the timed calls; best reported; copy = torch copy_ of 1 GiB, "
-        "bytes read + written" % (args.calls, args.replay_ms, args.reps))
+        "bytes read + written; packfa %s the lengths on the host too (kv_len_host)"
+        % (args.calls, args.replay_ms, args.reps, "without" if args.no_host_lens else "with"))
+    meta["host_lens"] = not args.no_host_lens
     print("peer_bench: %s (%d SMs, L2 %d MB), torch %s, copy %.0f GB/s, commit %s, SDPA backends %s" % (
         prop.name, prop.multi_processor_count, l2 >> 20, torch.__version__, meta["copy_gb_per_s"], commit,
         ",".join(sorted(backends))))

@@ -124,6 +124,11 @@ struct AttnParams {
   int64_t mask_head_stride = 0;     // elements between q heads' masks; 0 = one mask for all heads
   AlibiMode alibi_mode = AlibiMode::position;
   int* errors = nullptr;            // optional device int32[kNumErrorCounters], added to
+  // Optional host copy of kv_len[batch] (each in [0, max_kv_len]), read by the split planner
+  // only: a batch then gets the split count that fills one round of the GPU when that pays
+  // (docs/integration.md, "Batches"). The kernels still read kv_len; a stale copy costs speed,
+  // never correctness. Engines have it (vLLM's seq_lens on the CPU, llama.cpp's n_kv).
+  const int32_t* kv_len_host = nullptr;
 };
 
 // Which compiled kernel would run this call, and with how many splits (no launch).
@@ -140,6 +145,7 @@ struct KernelChoice {
   std::string combine;   // "none" (one split), "wave" (a wave per row, < 16 splits), "row_block" (16..64) or "col_block" (> 64; "block" with PACKFA_COMBINE_COLS=0)
   // A/B switch, off unless its environment variable is set (=1; read once per process):
   bool split_rounds = false;  // PACKFA_SPLIT_ROUNDS: a batch's split count fills whole rounds of resident blocks
+  bool one_round = false;     // the split count came from AttnParams::kv_len_host (one balanced round)
 };
 
 // Validates every field the kernels rely on; names the first bad one.

@@ -63,6 +63,7 @@ typedef struct packfa_attn_params {
   int64_t mask_head_stride; /* elements; 0 = one mask for all heads */
   int alibi_mode;           /* 0 = position (s += mask + slope*(j - pos)), 1 = ggml (s += slope*mask) */
   int* errors;              /* optional device int32[3]: kv_len, q_pos, page id out of contract */
+  const int32_t* kv_len_host; /* optional host copy of kv_len[batch], for the split planner */
 } packfa_attn_params;
 
 /* Pack-on-write of new K rows into packed16 planes. src: [token][kv_head][head_dim] in

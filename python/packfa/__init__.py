@@ -14,12 +14,15 @@ follow api.hpp (Q/O in elements {seq, row, head}; K/V in bytes {seq, slot, head}
 Enums take their names or their ints: DTYPE f32/f16/bf16; K_FORMAT packed16/f16; V_FORMAT
 f16/bf16/q8_0/q4_0/q8_0_planar; DOT int8/f16; ALIBI_MODE position/ggml. q8_0_planar V also
 needs its scale plane: v_scales / v_scale_strides (AttnParams), dst_scales /
-dst_scale_strides (QuantizeVParams). Unknown keywords raise TypeError, unknown attributes
-AttributeError (a typo never leaves a field at 0 silently).
+dst_scale_strides (QuantizeVParams). AttnParams.kv_len_host is a HOST int32 array (None, a
+ctypes array or a list of ints, kept alive by the struct): the split planner's copy of kv_len.
+Unknown keywords raise TypeError, unknown attributes AttributeError (a typo never leaves a
+field at 0 silently).
 """
 import ctypes
 import ctypes.util
 import difflib
+import operator
 import os
 import re
 
@@ -91,6 +94,16 @@ class _Params(ctypes.Structure):
             value = table[value]
         elif ftype is ctypes.c_void_p and hasattr(value, "data_ptr"):
             value = value.data_ptr()
+        elif (isinstance(ftype, type) and issubclass(ftype, ctypes._Pointer) and value is not None
+              and not isinstance(value, (ctypes._Pointer, ctypes.Array))):
+            # a host array field (kv_len_host): a sequence of ints becomes a ctypes array the
+            # struct keeps alive; None stays NULL
+            try:
+                seq = [operator.index(x) for x in value]  # a float is refused, not truncated
+            except TypeError:
+                raise TypeError("%s.%s: expected None or a sequence of integers, got %r"
+                                % (cls, name, value)) from None
+            value = (ftype._type_ * len(seq))(*seq)
         elif isinstance(ftype, type) and issubclass(ftype, ctypes.Array) and not isinstance(value, ctypes.Array):
             try:
                 seq = list(value)
@@ -133,6 +146,9 @@ class AttnParams(_Params):
         ("block_table", ctypes.c_void_p), ("block_table_stride", ctypes.c_int64),  # appended (paged KV)
         ("page_size", ctypes.c_int), ("num_pages", ctypes.c_int),
         ("mask_head_stride", ctypes.c_int64), ("alibi_mode", ctypes.c_int), ("errors", ctypes.c_void_p),
+        # appended (split planner): optional HOST int32[batch] copy of kv_len. A typed pointer, so
+        # an int32 array (or a list, converted) assigned to it stays alive with the struct.
+        ("kv_len_host", ctypes.POINTER(ctypes.c_int32)),
     ]
 
     _defaults = {"k_block": 32, "causal": 1, "pdl": -1}

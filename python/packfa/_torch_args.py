@@ -14,6 +14,7 @@ also just an NHD view with other strides, e.g. ``cache_hnd.transpose(-3, -2)``):
 strides {seq, slot, head} come from the tensors' own strides.
 """
 
+import ctypes
 import functools
 import math
 import threading
@@ -142,6 +143,48 @@ def _choice(name, v, choices):
     return v
 
 
+_INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def host_values(kv_len_host, name="kv_len_host"):
+    """None, or the entries of a host sequence / CPU integer tensor (1-D) as a list. A device
+    tensor is refused: reading it would synchronize the device (kv_len is the device copy)."""
+    if kv_len_host is None:
+        return None
+    if is_tensor(kv_len_host):
+        if kv_len_host.device.type != "cpu":
+            raise _ve(name, "must be on the host (a list of ints or a CPU tensor: reading a device tensor would "
+                      "synchronize the device; kv_len is the device copy), got a tensor on %s" % (kv_len_host.device,))
+        dn = dtype_name(kv_len_host)
+        if dn not in _INT_DTYPES:
+            raise _te(name, "a tensor must have an integer dtype, got torch.%s" % dn)
+        if len(kv_len_host.shape) != 1:
+            raise _ve(name, "must be 1-D [batch], got shape %s" % (list(kv_len_host.shape),))
+        return kv_len_host.tolist()
+    if isinstance(kv_len_host, (str, bytes)) or not hasattr(kv_len_host, "__len__"):
+        raise _te(name, "must be None, a sequence of ints or a CPU integer tensor, got %s"
+                  % type(kv_len_host).__name__)
+    return list(kv_len_host)
+
+
+def _host_lens(kv_len_host, batch, max_kv_len):
+    """The split planner's host copy of kv_len: None, a sequence of ints or a CPU integer tensor
+    of length batch, each entry in [0, max_kv_len]. Returns the entries as a list (or None)."""
+    name = "kv_len_host"
+    values = host_values(kv_len_host, name)
+    if values is None:
+        return None
+    if len(values) != batch:
+        raise _ve(name, "must have batch = %d entries (one kv length per sequence), got %d" % (batch, len(values)))
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, float)) or not (isinstance(v, int) or hasattr(v, "__index__") or
+                                                type(v).__name__ == "SymInt"):
+            raise _te(name, "entry %d must be an int, got %s" % (i, type(v).__name__))
+        if v < 0 or v > max_kv_len:
+            raise _ve(name, "entry %d must be in [0, max_kv_len = %d], got %s" % (i, max_kv_len, v))
+    return values
+
+
 def _ptr(t, pointers):
     return t.data_ptr() if (pointers and t is not None) else None
 
@@ -266,14 +309,16 @@ def _k_planes(k_cache, k_scales, head_dim, device, layout, dims, pointers, name=
 def attention_plan(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=None, block_table=None,
                    page_size=0, layout="NHD", q_pos=None, causal=True, window=0, mask=None, softcap=0.0,
                    sinks=None, alibi_max_bias=0.0, alibi_mode="position", scale=None, dot="int8", out=None,
-                   lse=None, errors=None, k_smooth_scale=None, max_kv_len=None, num_splits=0, pdl=-1,
-                   pointers=True):
+                   lse=None, errors=None, k_smooth_scale=None, max_kv_len=None, kv_len_host=None, num_splits=0,
+                   pdl=-1, pointers=True):
     """Checks every argument of packfa.torch.attention; returns packfa.AttnParams kwargs.
 
     q: [batch, nq, n_q_heads, D] f16/bf16/f32. Caches (NHD logical dims): contiguous
     [batch, slots, kv_heads, X] (or [slots, kv_heads, X] when batch == 1), paged (block_table
     given) [pages, page_size, kv_heads, X]; X = D (int8 payload / fp16 K / fp16, bf16 V /
     int8 q8_0_planar V), D/32 or D/16 (fp16 scales), 34·D/32 or 18·D/32 (uint8 q8_0 / q4_0 V).
+    kv_len_host: optional host copy of kv_len (a sequence of ints or a CPU integer tensor, each in
+    [0, max_kv_len]); returned as a ctypes int32 array (None with pointers=False).
     """
     layout = _choice("layout", layout, LAYOUTS)
     qs, qst = _tensor("q", q, ("float16", "bfloat16", "float32"), None, (4,))
@@ -341,6 +386,10 @@ def attention_plan(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_fo
     if ls[0] != batch:
         raise _ve("kv_len", "must have shape [batch] = [%d], got %s" % (batch, list(ls)))
     _contiguous("kv_len", ls, lst)
+    host_lens = _host_lens(kv_len_host, batch, max_kv_len)
+    kv_len_host = None
+    if host_lens is not None and pointers:
+        kv_len_host = (ctypes.c_int32 * batch)(*(int(v) for v in host_lens))
 
     # outputs
     if out is None:
@@ -434,7 +483,7 @@ def attention_plan(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_fo
         v_scales=vs.ptr if vs is not None else None, v_scale_strides=vss,
         block_table=_ptr(block_table, pointers) if paged else None, block_table_stride=table_stride,
         page_size=page_size, num_pages=num_pages, mask_head_stride=mhead,
-        alibi_mode=ALIBI_MODES.index(alibi_mode), errors=err_ptr,
+        alibi_mode=ALIBI_MODES.index(alibi_mode), errors=err_ptr, kv_len_host=kv_len_host,
     )
 
 

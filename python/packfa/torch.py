@@ -41,7 +41,7 @@ dispatcher and launch directly.
 """
 import ctypes.util
 import os
-from typing import Optional
+from typing import List, Optional
 
 import torch
 
@@ -91,14 +91,15 @@ def _attention_impl(q: torch.Tensor, k_cache: torch.Tensor, k_scales: Optional[t
                     errors: torch.Tensor, block_table: Optional[torch.Tensor], q_pos: Optional[torch.Tensor],
                     mask: Optional[torch.Tensor], sinks: Optional[torch.Tensor],
                     k_smooth_scale: Optional[torch.Tensor], v_format: str, layout: str, page_size: int,
-                    max_kv_len: int, causal: bool, window: int, softcap: float, alibi_max_bias: float,
-                    alibi_mode: str, scale: float, dot: str, num_splits: int, pdl: int) -> None:
+                    max_kv_len: int, kv_len_host: Optional[List[int]], causal: bool, window: int, softcap: float,
+                    alibi_max_bias: float, alibi_mode: str, scale: float, dot: str, num_splits: int,
+                    pdl: int) -> None:
     kw = _args.attention_plan(
         q, k_cache, k_scales, v_cache, kv_len, v_scales=v_scales, v_format=v_format or None,
         block_table=block_table, page_size=page_size, layout=layout, q_pos=q_pos, causal=causal, window=window,
         mask=mask, softcap=softcap, sinks=sinks, alibi_max_bias=alibi_max_bias, alibi_mode=alibi_mode,
         scale=scale or None, dot=dot, out=o, lse=lse, errors=errors, k_smooth_scale=k_smooth_scale,
-        max_kv_len=max_kv_len or None, num_splits=num_splits, pdl=pdl, pointers=True)
+        max_kv_len=max_kv_len or None, kv_len_host=kv_len_host, num_splits=num_splits, pdl=pdl, pointers=True)
     lib = _lib()
     params = _pf.AttnParams(**kw)
     dev = q.device
@@ -114,14 +115,14 @@ def _attention_impl(q: torch.Tensor, k_cache: torch.Tensor, k_scales: Optional[t
 
 
 def _attention_fake(q, k_cache, k_scales, v_cache, v_scales, kv_len, o, lse, errors, block_table, q_pos, mask, sinks,
-                    k_smooth_scale, v_format, layout, page_size, max_kv_len, causal, window, softcap, alibi_max_bias,
-                    alibi_mode, scale, dot, num_splits, pdl):
+                    k_smooth_scale, v_format, layout, page_size, max_kv_len, kv_len_host, causal, window, softcap,
+                    alibi_max_bias, alibi_mode, scale, dot, num_splits, pdl):
     _args.attention_plan(
         q, k_cache, k_scales, v_cache, kv_len, v_scales=v_scales, v_format=v_format or None,
         block_table=block_table, page_size=page_size, layout=layout, q_pos=q_pos, causal=causal, window=window,
         mask=mask, softcap=softcap, sinks=sinks, alibi_max_bias=alibi_max_bias, alibi_mode=alibi_mode,
         scale=scale or None, dot=dot, out=o, lse=lse, errors=errors, k_smooth_scale=k_smooth_scale,
-        max_kv_len=max_kv_len or None, num_splits=num_splits, pdl=pdl, pointers=False)
+        max_kv_len=max_kv_len or None, kv_len_host=kv_len_host, num_splits=num_splits, pdl=pdl, pointers=False)
 
 
 def _pack_k_impl(k_new: torch.Tensor, k_cache: torch.Tensor, k_scales: torch.Tensor, counters: torch.Tensor,
@@ -174,8 +175,9 @@ _SCHEMAS = {
     "attention": ("(Tensor q, Tensor k_cache, Tensor? k_scales, Tensor v_cache, Tensor? v_scales, Tensor kv_len, "
                   "Tensor(a!) o, Tensor(b!) lse, Tensor(c!) errors, Tensor? block_table, Tensor? q_pos, Tensor? mask, "
                   "Tensor? sinks, Tensor? k_smooth_scale, str v_format, str layout, int page_size, int max_kv_len, "
-                  "bool causal, int window, float softcap, float alibi_max_bias, str alibi_mode, float scale, "
-                  "str dot, int num_splits, int pdl) -> ()", ("o", "lse", "errors"), _attention_impl, _attention_fake),
+                  "int[]? kv_len_host, bool causal, int window, float softcap, float alibi_max_bias, "
+                  "str alibi_mode, float scale, str dot, int num_splits, int pdl) -> ()", ("o", "lse", "errors"),
+                  _attention_impl, _attention_fake),
     "pack_k": ("(Tensor k_new, Tensor(a!) k_cache, Tensor(b!) k_scales, Tensor(c!) counters, Tensor? slot_mapping, "
                "Tensor? smooth_shift, Tensor? smooth_scale, int page_size, str layout, int base_slot, int pdl) -> ()",
                ("k_cache", "k_scales", "counters"), _pack_k_impl, _pack_k_fake),
@@ -253,7 +255,8 @@ def _empty(dtype, device):
 def attention(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=None, block_table=None, page_size=0,
               layout="NHD", q_pos=None, causal=True, window=0, mask=None, softcap=0.0, sinks=None,
               alibi_max_bias=0.0, alibi_mode="position", scale=None, dot="int8", out=None, out_dtype=None,
-              return_lse=False, lse=None, errors=None, k_smooth_scale=None, max_kv_len=None, num_splits=0, pdl=-1):
+              return_lse=False, lse=None, errors=None, k_smooth_scale=None, max_kv_len=None, kv_len_host=None,
+              num_splits=0, pdl=-1):
     """Attention of q over the cache; returns out (and lse [batch, nq, n_q_heads] fp32, natural log,
     when return_lse).
 
@@ -262,7 +265,11 @@ def attention(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=
     "ggml": s += slope·mask (llama.cpp's ALiBi mask as is). sinks: fp32 [n_q_heads]. errors:
     optional int32 [3] device counters (kv_len clamped, q_pos out of range, bad page id), added to.
     max_kv_len: host bound of kv_len (plans the split; default the cache capacity — pass the
-    real bound for short sequences in a long cache). Shapes and the rest: the module docstring.
+    real bound for short sequences in a long cache). kv_len_host: optional host list of the batch's
+    kv lengths (e.g. vLLM's seq_lens on the CPU; a list of ints or a CPU integer tensor, each in
+    [0, max_kv_len]): the split planner then fills one balanced round of the GPU; the kernels still
+    read kv_len (a stale copy costs speed, never correctness). Shapes and the rest: the module
+    docstring.
     """
     if not isinstance(q, torch.Tensor):
         raise TypeError("q: must be a torch.Tensor, got %s" % type(q).__name__)
@@ -297,10 +304,13 @@ def attention(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=
         lse = torch.empty(q.shape[:3], dtype=torch.float32, device=dev) if return_lse else _empty(torch.float32, dev)
     if errors is None:
         errors = _empty(torch.int32, dev)
+    # the op takes int[]?: a CPU tensor (or tuple, ...) becomes a list here; a CUDA tensor is
+    # refused by name (its .tolist() would synchronize the device)
+    kv_len_host = _args.host_values(kv_len_host)
     args = (q, k_cache, k_scales, v_cache, v_scales, kv_len, out, lse, errors, block_table, q_pos, mask, sinks,
-            k_smooth_scale, v_format or "", layout, int(page_size), int(max_kv_len or 0), causal, int(window),
-            float(softcap), float(alibi_max_bias), alibi_mode, 0.0 if scale is None else float(scale), dot,
-            int(num_splits), int(pdl))
+            k_smooth_scale, v_format or "", layout, int(page_size), int(max_kv_len or 0), kv_len_host, causal,
+            int(window), float(softcap), float(alibi_max_bias), alibi_mode, 0.0 if scale is None else float(scale),
+            dot, int(num_splits), int(pdl))
     if compiling:
         _OPS.attention(*args)
     else:

@@ -315,6 +315,13 @@ static Check validate_impl(const AttnParams& p) {
   VTRY(check_aligned("sinks", p.sinks, 4));
   VTRY(check_aligned("lse", p.lse, 4));
   VTRY(check_aligned("errors", p.errors, 4));
+  if (p.kv_len_host) {  // a host array: its values are checked here, the device's are clamped
+    VTRY(check_aligned("kv_len_host", p.kv_len_host, 4));
+    for (int b = 0; b < p.batch; ++b)
+      if (p.kv_len_host[b] < 0 || p.kv_len_host[b] > p.max_kv_len)
+        return bad("kv_len_host", "entry " + num(b) + " must be in [0, max_kv_len = " + num(p.max_kv_len) + "]",
+                   num(p.kv_len_host[b]));
+  }
   if (p.window < 0) return bad("window", "must be >= 0", num(p.window));
   if (!(p.softcap >= 0.0f) || !std::isfinite(p.softcap)) return bad("softcap", "must be finite and >= 0", flt(p.softcap));
   if (!(p.scale >= 0.0f) || !std::isfinite(p.scale)) return bad("scale", "must be finite and >= 0", flt(p.scale));

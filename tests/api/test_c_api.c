@@ -74,6 +74,15 @@ int main(void) {
   EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
   EXPECT(strstr(msg, "pdl") != NULL);
 
+  /* the last appended field: host lengths for the planner, checked against max_kv_len */
+  {
+    static const int32_t over[1] = {65};
+    p = good();
+    p.kv_len_host = over;
+    EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "kv_len_host") != NULL);
+  }
+
   p = good();
   p.k_block = 24;
   EXPECT(packfa_fa_forward(&p, NULL, msg, sizeof msg) == 1);

@@ -49,6 +49,19 @@ expect_error("v.scales", **PLANAR)
 expect_error("v.scales", **PLANAR, v_scales=0x58001)
 expect_error("v.scale_strides.head", **PLANAR, v_scales=0x58000, v_scale_strides=(0, 16, 9))
 expect_error("v_format", v_format=5)
+# kv_len_host (host int32[batch], the split planner's copy of kv_len) is appended after errors:
+# the C side must read the entries the Python side wrote
+expect_error("kv_len_host", kv_len_host=[65])     # > max_kv_len = 64
+expect_error("kv_len_host", kv_len_host=[-1])
+hp = good()
+hp.kv_len_host = [64]                             # a list becomes an int32 array the struct keeps
+assert hp.kv_len_host[0] == 64
+try:
+    packfa.workspace_bytes(lib, hp)               # valid (a build without a GPU answers not_compiled)
+except packfa.Error as e:
+    assert e.code != 1, str(e)
+hp.kv_len_host = None
+assert not hp.kv_len_host                         # NULL again
 
 
 def expect(field, fn, params):

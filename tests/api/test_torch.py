@@ -167,6 +167,13 @@ CASES = [
          v="q8_0"),
     dict(name="head-major q4_0 MTP nq 8", B=1, nq=8, HQ=32, G=8, D=128, cap=8192, lens=[8000], v="q4_0",
          layout="HND"),
+    # kv_len_host: the split planner's host copy (a list, a CPU tensor, a stale copy: speed only)
+    dict(name="kv_len_host list, uneven batch", B=4, nq=1, HQ=32, G=8, D=128, cap=8192,
+         lens=[8192, 300, 5000, 1], v="q8_0", host_lens="list"),
+    dict(name="kv_len_host CPU tensor, MTP nq 2", B=2, nq=2, HQ=8, G=2, D=128, cap=4096, lens=[4000, 900],
+         v="q8_0", host_lens="tensor"),
+    dict(name="kv_len_host stale (half the lengths)", B=3, nq=1, HQ=16, G=4, D=128, cap=4096,
+         lens=[4096, 2000, 64], v="q4_0", host_lens="stale"),
 ]
 
 
@@ -189,6 +196,12 @@ def run_case(cs):
         kw["q_pos"] = ref_kw["q_pos"] = torch.tensor(cs["q_pos"], dtype=torch.int32, device=DEV)
     if "odtype" in cs:
         kw["out_dtype"] = cs["odtype"]
+    if cs.get("host_lens") == "list":
+        kw["kv_len_host"] = list(cs["lens"])
+    elif cs.get("host_lens") == "tensor":
+        kw["kv_len_host"] = torch.tensor(cs["lens"], dtype=torch.int32)
+    elif cs.get("host_lens") == "stale":
+        kw["kv_len_host"] = [n // 2 for n in cs["lens"]]
     try:
         res = call(c, q, kv_len, return_lse=bool(cs.get("lse")), **kw)
     except packfa.Error as e:
@@ -298,6 +311,12 @@ def wrong_arguments_raise_before_device_work():
         (ValueError, "alibi_mode", attn, dict(alibi_mode="slope")),
         (TypeError, "causal", attn, dict(causal=1)),
         (ValueError, "max_kv_len", attn, dict(max_kv_len=cap + 1)),
+        (ValueError, "kv_len_host", attn, dict(kv_len_host=[100])),
+        (ValueError, "kv_len_host", attn, dict(kv_len_host=[100, -1])),
+        (ValueError, "kv_len_host", attn, dict(kv_len_host=[100, cap + 1])),
+        (ValueError, "kv_len_host", attn, dict(kv_len_host=[100, 200], max_kv_len=150)),
+        (TypeError, "kv_len_host", attn, dict(kv_len_host=[100, 2.5])),
+        (ValueError, "kv_len_host", attn, dict(kv_len_host=kv_len)),  # a CUDA tensor: must be on the host
         (ValueError, "page_size", attn, dict(page_size=16)),
         (ValueError, "layout", attn, dict(layout="BSHD")),
         (ValueError, "num_splits", attn, dict(num_splits=-1)),
@@ -418,39 +437,43 @@ def torch_compile_fullgraph():
     st = decode_steps(steps=1, seed=5)
     c = st["c"]
 
-    def step(q, knew, vnew, slots, kc, ks, vc, kv_len):
+    def step(q, knew, vnew, slots, kc, ks, vc, kv_len, host):
         pft.pack_k_(knew, kc, ks, slots)
         pft.quantize_v_(vnew, vc, slots)
-        o = pft.attention(q, kc, ks, vc, kv_len, max_kv_len=1024)
+        o = pft.attention(q, kc, ks, vc, kv_len, max_kv_len=1024, kv_len_host=host)
         return o.float() * 2.0
 
-    a = lambda: (st["q"][0], st["knew"][0], st["vnew"][0], st["slots"][0], c["k_cache"], c["k_scales"],  # noqa: E731
-                 c["v_cache"], st["kv_len"])
-    restore(st)
-    st["kv_len"].add_(1)
-    want = step(*a())
-    want_k, want_v = c["k_cache"].clone(), c["v_cache"].clone()
     notes = []
-    for backend in ("inductor", "aot_eager"):
-        torch._dynamo.reset()
-        try:
-            f = torch.compile(step, fullgraph=True, backend=backend)
-            restore(st)
-            st["kv_len"].add_(1)
-            got = f(*a())
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001
-            if backend == "inductor" and "triton" in str(e).lower():
-                notes.append("inductor unavailable (%s)" % str(e).splitlines()[0][:120])
-                continue
-            raise
-        assert torch.equal(got, want), "%s: compiled result differs (max %.3e)" % (
-            backend, (got - want).abs().max().item())
-        assert torch.equal(c["k_cache"], want_k) and torch.equal(c["v_cache"], want_v), "%s: cache writes" % backend
-        notes.append("%s ok" % backend)
-        break
-    else:
-        raise AssertionError("no backend ran: %s" % notes)
+    # kv_len_host None, and a host list (the op's int[]? argument; the fake plans with it too)
+    for host in (None, [n + 1 for n in st["lens0"]]):
+        a = lambda: (st["q"][0], st["knew"][0], st["vnew"][0], st["slots"][0], c["k_cache"],  # noqa: E731
+                     c["k_scales"], c["v_cache"], st["kv_len"], host)
+        restore(st)
+        st["kv_len"].add_(1)
+        want = step(*a())
+        want_k, want_v = c["k_cache"].clone(), c["v_cache"].clone()
+        tag = "kv_len_host %s" % ("list" if host else "None")
+        for backend in ("inductor", "aot_eager"):
+            torch._dynamo.reset()
+            try:
+                f = torch.compile(step, fullgraph=True, backend=backend)
+                restore(st)
+                st["kv_len"].add_(1)
+                got = f(*a())
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                if backend == "inductor" and "triton" in str(e).lower():
+                    notes.append("inductor unavailable (%s)" % str(e).splitlines()[0][:120])
+                    continue
+                raise
+            assert torch.equal(got, want), "%s, %s: compiled result differs (max %.3e)" % (
+                backend, tag, (got - want).abs().max().item())
+            assert torch.equal(c["k_cache"], want_k) and torch.equal(c["v_cache"], want_v), \
+                "%s, %s: cache writes" % (backend, tag)
+            notes.append("%s ok (%s)" % (backend, tag))
+            break
+        else:
+            raise AssertionError("no backend ran (%s): %s" % (tag, notes))
     print("   " + "; ".join(notes))
 
 
@@ -468,7 +491,10 @@ def library_opcheck():
     err = torch.zeros(3, dtype=torch.int32, device=DEV)
     torch.library.opcheck(torch.ops.packfa.attention.default,
                           (q, c["k_cache"], c["k_scales"], c["v_cache"], None, kv_len, o, lse, err, None, None, None,
-                           None, None, "q8_0", "NHD", 0, 0, True, 0, 0.0, 0.0, "position", 0.0, "int8", 0, -1))
+                           None, None, "q8_0", "NHD", 0, 0, None, True, 0, 0.0, 0.0, "position", 0.0, "int8", 0, -1))
+    torch.library.opcheck(torch.ops.packfa.attention.default,
+                          (q, c["k_cache"], c["k_scales"], c["v_cache"], None, kv_len, o, lse, err, None, None, None,
+                           None, None, "q8_0", "NHD", 0, 0, [200], True, 0, 0.0, 0.0, "position", 0.0, "int8", 0, -1))
     knew = torch.randn(2, G, D, device=DEV).half()
     slots = torch.tensor([3, 4], dtype=torch.int32, device=DEV)
     cnt = torch.zeros(2, dtype=torch.int32, device=DEV)

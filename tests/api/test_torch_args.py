@@ -6,6 +6,7 @@ argument must raise the documented exception naming the argument.
 
     python3 tests/api/test_torch_args.py build-cpu/libpackfa_c.so
 """
+import ctypes
 import os
 import sys
 
@@ -41,10 +42,12 @@ _next = [0x1000000]
 
 
 class T:
-    """Just enough of torch.Tensor: dtype, device, shape, stride(), element_size(), numel(), data_ptr()."""
+    """Just enough of torch.Tensor: dtype, device, shape, stride(), element_size(), numel(), data_ptr(),
+    tolist() (of the values given, for host tensors)."""
 
-    def __init__(self, shape, dtype, strides=None, device="cuda:0", ptr=None):
+    def __init__(self, shape, dtype, strides=None, device="cuda:0", ptr=None, values=None):
         self.shape = tuple(shape)
+        self._values = values
         self.dtype = DType(dtype)
         self.device = Device(device)
         if strides is None:
@@ -75,6 +78,11 @@ class T:
 
     def data_ptr(self):
         return self._ptr
+
+    def tolist(self):
+        if self.device.type != "cpu":
+            raise AssertionError("tolist() of a %s tensor: a device sync packfa must not cause" % self.device)
+        return list(self._values)
 
     def transpose(self, a, b):
         sh, st = list(self.shape), list(self._strides)
@@ -240,6 +248,29 @@ check(kwx["alibi_mode"] == 1 and kwx["dot"] == 1 and kwx["causal"] == 0 and kwx[
 c_accepts_attention(kwx, "options")
 check(plan(**good(), lse=T((0,), "float32"))["lse"] is None, "an empty lse tensor means none")
 
+# kv_len_host: the split planner's host copy of kv_len -> a ctypes int32 array the struct keeps alive
+check(kw["kv_len_host"] is None, "no kv_len_host: None (NULL)")
+for src in ([17, CAP], (0, 5), T((B,), "int64", device="cpu", values=[3, 200])):
+    kwh = plan(**good(), kv_len_host=src)
+    want = src.tolist() if isinstance(src, T) else list(src)
+    arr = kwh["kv_len_host"]
+    check(isinstance(arr, ctypes.Array) and arr._type_ is ctypes.c_int32 and list(arr) == want,
+          "kv_len_host %r -> %r" % (src, arr))
+    p = packfa.AttnParams(**kwh)
+    check([p.kv_len_host[i] for i in range(B)] == want, "AttnParams.kv_len_host %r" % (src,))
+    c_accepts_attention(kwh, "kv_len_host %r" % (src,))
+check(plan(**good(), kv_len_host=[7, 8], pointers=False)["kv_len_host"] is None, "kv_len_host fake planning: None")
+kwh = plan(**good(), kv_len_host=[100, 0], max_kv_len=100)
+check(list(kwh["kv_len_host"]) == [100, 0], "kv_len_host == max_kv_len is in range")
+c_accepts_attention(kwh, "kv_len_host at max_kv_len")
+if LIB is not None:  # the C side checks the appended field itself (the struct layouts agree)
+    for bad in ([5, -1], [5, 101]):
+        try:
+            packfa.workspace_bytes(LIB, packfa.AttnParams(**dict(kwh, kv_len_host=bad)))
+            check(False, "libpackfa_c accepts kv_len_host %r" % (bad,))
+        except packfa.Error as e:
+            check(e.code == 1 and "kv_len_host" in str(e), "libpackfa_c on kv_len_host %r: %s" % (bad, e))
+
 # ---- wrong arguments: the exception type and the argument's name -------------------------------
 E = expect
 E(TypeError, "q", plan, **good(q=T((B, NQ, HQ, D), "int32")))
@@ -315,6 +346,24 @@ E(ValueError, "max_kv_len", plan, **good(), max_kv_len=CAP + 1)
 E(ValueError, "max_kv_len", plan, **good(), max_kv_len=0)
 E(TypeError, "max_kv_len", plan, **good(), max_kv_len=True)
 E(ValueError, "num_splits", plan, **good(), num_splits=-1)
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=[5])                 # length != batch
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=[5, 6, 7])
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=[5, -1])             # < 0
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=[5, CAP + 1])        # > max_kv_len (the capacity)
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=[5, 101], max_kv_len=100)  # > the max_kv_len given
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=[5, -1], pointers=False)   # fake planning checks too
+E(TypeError, "kv_len_host", plan, **good(), kv_len_host=[5, True])
+E(TypeError, "kv_len_host", plan, **good(), kv_len_host=[5, 6.0])
+E(TypeError, "kv_len_host", plan, **good(), kv_len_host=5)
+E(TypeError, "kv_len_host", plan, **good(), kv_len_host="56")
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=T((B,), "int32"))  # a CUDA tensor: must be on the host
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=T((B,), "int32", device="cuda:1"))
+E(TypeError, "kv_len_host", plan, **good(), kv_len_host=T((B,), "float32", device="cpu", values=[1.0, 2.0]))
+E(ValueError, "kv_len_host", plan, **good(), kv_len_host=T((1, B), "int32", device="cpu", values=[[1, 2]]))
+try:
+    plan(**good(), kv_len_host=T((B,), "int32"))
+except ValueError as e:
+    check("host" in str(e), "a CUDA kv_len_host: the message says it must be on the host: %s" % e)
 E(ValueError, "pdl", plan, **good(), pdl=3)
 E(ValueError, "layout", plan, **good(), layout="NCHW")
 E(ValueError, "page_size", plan, **good(), page_size=16)

@@ -166,7 +166,8 @@ mo = torch.empty_like(mq)
 e = torch.empty(0, **meta)
 ei = torch.empty(0, dtype=torch.int32, **meta)
 op_args = [mq, mc["k_cache"], mc["k_scales"], mc["v_cache"], None, ml, mo, e, ei, None, None, None, None, None, "",
-           "NHD", 0, 0, True, 0, 0.0, 0.0, "position", 0.0, "int8", 0, -1]
+           "NHD", 0, 0, None, True, 0, 0.0, 0.0, "position", 0.0, "int8", 0, -1]
+KV_LEN_HOST = 18  # op_args index of kv_len_host (int[]?, after max_kv_len)
 try:
     torch.ops.packfa.attention(*op_args)
 except Exception as ex:  # noqa: BLE001
@@ -178,6 +179,20 @@ try:
     check(False, "fake/meta attention accepted a bad v_cache")
 except Exception as ex:  # noqa: BLE001 - the dispatcher may wrap it; the message must name the argument
     check("v_cache:" in str(ex), "fake/meta error names v_cache: %s" % ex)
+# kv_len_host through the op: a host list is planned (and checked) by the fake / meta implementation
+hl = list(op_args)
+hl[KV_LEN_HOST] = [17, 256]
+try:
+    torch.ops.packfa.attention(*hl)
+except Exception as ex:  # noqa: BLE001
+    check(False, "fake/meta attention with kv_len_host raised %s: %s" % (type(ex).__name__, ex))
+for wrong in ([17], [17, -1], [17, 257]):  # length != batch; entries outside [0, max_kv_len = 256]
+    hl[KV_LEN_HOST] = wrong
+    try:
+        torch.ops.packfa.attention(*hl)
+        check(False, "fake/meta attention accepted kv_len_host %r" % (wrong,))
+    except Exception as ex:  # noqa: BLE001
+        check("kv_len_host:" in str(ex), "fake/meta error names kv_len_host: %s" % ex)
 try:
     torch.ops.packfa.pack_k(torch.empty(3, 2, 128, dtype=torch.float16, **meta), mc["k_cache"], mc["k_scales"], ei,
                             torch.empty(3, dtype=torch.int32, **meta), None, None, 0, "NHD", 0, -1)
@@ -191,6 +206,14 @@ try:
     check(False, "CPU q accepted")
 except ValueError as ex:
     check(str(ex).startswith("q:"), "CPU q message: %s" % ex)
+# kv_len_host must be a host copy: a device tensor is refused by name before any .tolist() (a sync)
+for dev_lens in (torch.tensor([3, 4], dtype=torch.int32, device="meta"),):
+    try:
+        pft.attention(mq, mc["k_cache"], mc["k_scales"], mc["v_cache"], ml, kv_len_host=dev_lens)
+        check(False, "kv_len_host on %s accepted" % dev_lens.device)
+    except ValueError as ex:
+        check(str(ex).startswith("kv_len_host:") and "host" in str(ex), "device kv_len_host message: %s" % ex)
+check(pft._args.host_values(torch.tensor([3, 4])) == [3, 4], "a CPU kv_len_host tensor becomes a list")
 
 if fails:
     print("test_torch_cpu: %d FAILED" % len(fails))

@@ -170,6 +170,19 @@ TEST_CASE("validate: options", "[validate]") {
   for (int v : {-1, 0, 1}) { p = good(); p.pdl = v; CHECK(validate(p).ok()); }
 }
 
+TEST_CASE("validate: kv_len_host (host lengths for the planner)", "[validate]") {
+  AttnParams p = good();  // batch 2, max_kv_len 1000
+  const int32_t ok[2] = {0, 1000}, neg[2] = {5, -1}, over[2] = {1001, 5};
+  p.kv_len_host = ok;
+  CHECK(validate(p).ok());
+  p.kv_len_host = neg;
+  expect_field(p, "kv_len_host");
+  CHECK(validate(p).message().find("entry 1 must be in [0, max_kv_len = 1000]") != std::string::npos);
+  p.kv_len_host = over;
+  expect_field(p, "kv_len_host");
+  CHECK(validate(p).message().find("(1001)") != std::string::npos);
+}
+
 TEST_CASE("validate: smoothing needs packed16 K", "[validate]") {
   AttnParams p = good();
   p.k.format = KFormat::f16;

@@ -44,6 +44,11 @@ struct Result {
   KernelChoice choice;  // what select_kernel reported for the call (the path that ran)
 };
 
+// Whether run_case passes the host copy of the lengths (AttnParams::kv_len_host); a non-empty
+// g_stale_lens is passed instead (a copy that does not match the device's lengths).
+bool g_host_lens = false;
+std::vector<int32_t> g_stale_lens;
+
 // Runs one configuration; big_seq_stride > 0 moves the K/V planes of sequence b to
 // b * big_seq_stride bytes (64-bit addressing).
 // calls > 1: that many forward calls; graph: captured once on a stream (caller's workspace,
@@ -58,6 +63,7 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
 
   DeviceProblem dp(hp, cfg.k_format, cfg.v_format);
   dp.params.num_splits = num_splits;
+  if (g_host_lens) dp.params.kv_len_host = g_stale_lens.empty() ? hp.kv_len.data() : g_stale_lens.data();
   if (big_seq_stride > 0) {
     const bool packed = cfg.k_format == KFormat::packed16;
     dp.inflate_seq_stride(packed ? hp.k_payload : hp.k_f16, packed ? hp.k_payload_strides.seq : hp.k_f16_strides.seq,
@@ -288,6 +294,70 @@ TEST_CASE("decode switches: split rounds, column combine", "[attention][switches
     INFO("D=" << D << " ran " << r.kernel);
     CHECK(r.choice.num_splits == 80);
     CHECK(r.choice.combine == std::string(wide_combine()));
+  }
+}
+
+// Host lengths (AttnParams::kv_len_host, src/split_plan.hpp): a batch whose working blocks fit
+// one balanced round of resident blocks gets that split count (fewer splits than without the
+// lengths: the count the rule would pick is recomputed here from the one without them and the
+// SM count's bounds); an unbalanced one keeps the count it gets without them. Results against
+// the reference either way; with lengths that are stale (shorter than the device's), the same.
+TEST_CASE("batch planner: host lengths give one balanced round", "[attention][switches]") {
+  const bool rounds = switch_on("PACKFA_SPLIT_ROUNDS");  // the whole-rounds switch replaces the rule
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  struct Case {
+    int batch, kv;
+    std::vector<int> lens;  // empty: uniform
+    bool taken;
+  };
+  const std::vector<Case> cases = {
+      {8, 4096, {}, true},                                                    // 8 x 4k uniform
+      {8, 4096, {1024, 1463, 1902, 2341, 2779, 3218, 3657, 4096}, true},      // short, varied: balanced
+      {16, 32768, {8192, 9830, 11469, 13107, 14746, 16384, 18022, 19661, 21299, 22938, 24576, 26214, 27853,
+                   29491, 31130, 32768}, false},                              // long, varied: unbalanced
+  };
+  for (const Case& k : cases) {
+    ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, k.kv);
+    c.batch = k.batch;
+    c.kv_lens = k.lens;
+    g_host_lens = false;
+    const Result blind = check(c);
+    g_host_lens = true;
+    const Result r = check(c);
+    g_host_lens = false;
+    INFO("batch " << k.batch << " kv " << k.kv << " blind: " << blind.kernel << " | host lengths: " << r.kernel
+                  << " sms=" << sms);
+    CHECK(r.choice.one_round == (k.taken && !rounds));
+    CHECK_FALSE(blind.choice.one_round);
+    if (rounds) {
+      CHECK(r.choice.num_splits == blind.choice.num_splits);
+    } else if (k.taken) {
+      CHECK(r.choice.num_splits < blind.choice.num_splits);
+      // its working blocks fit one round: at most the resident blocks (<= 32 a multiprocessor)
+      const int64_t split_len = (k.kv + r.choice.num_splits - 1) / r.choice.num_splits;
+      int64_t blocks = 0;
+      for (int b = 0; b < k.batch; ++b) {
+        const int len = k.lens.empty() ? k.kv : k.lens[b];
+        blocks += (len + split_len - 1) / split_len;
+      }
+      CHECK(blocks * 8 * r.choice.row_groups <= 32LL * sms);
+      CHECK(r.choice.num_splits >= 2);
+    } else {
+      CHECK(r.choice.num_splits == blind.choice.num_splits);
+    }
+  }
+  {  // a stale copy (every sequence 1000 keys on the host, 4096 on the device) plans another
+     // split count; the kernels read the device's lengths, so the results stay right
+    ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
+    c.batch = 8;
+    g_stale_lens.assign(8, 1000);
+    g_host_lens = true;
+    const Result r = check(c);
+    g_host_lens = false;
+    g_stale_lens.clear();
+    INFO("stale host lengths: " << r.kernel);
+    CHECK(r.choice.num_splits >= 1);
   }
 }
 

@@ -1,0 +1,58 @@
+// split_plan.hpp — the split count of a batch when the host knows the sequence lengths
+// (AttnParams::kv_len_host; decision "batch-one-round", bench/NOTES.md session 17).
+//
+// Splits are ceil(max_kv_len / split_len) slices of every sequence; a block whose slice lies
+// past its sequence's length exits at once. With the lengths known, the planner counts the
+// blocks that do work and takes the most splits whose working blocks fit ONE round of the
+// resident slots, if that round is balanced: its longest block (split_len keys) is at most
+// kOneRoundSlack times the keys a slot would take with the work spread evenly. Measured on
+// the H200 (D 128, 32/8 heads, q8_0 V): uniform batches 14-23% faster than the blind rule
+// (part-filled last rounds), short varied batches 13-19% faster; long varied batches decline
+// the rule (their longest blocks would be the critical path: 16 x 32k, one round 17% slower).
+// Host-only and pure, so the CPU tests check it without a GPU.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace packfa::detail {
+
+constexpr double kOneRoundSlack = 1.25;
+
+// Keys of one split when max_kv keys are cut into `splits` slices (a multiple of 32, >= 32):
+// the same rounding as the launch plan.
+inline int64_t split_len_of(int64_t max_kv, int64_t splits) {
+  const int64_t len = (max_kv + splits - 1) / splits;
+  return std::max<int64_t>(32, (len + 31) / 32 * 32);
+}
+
+// Blocks that do work: per sequence ceil(len / split_len), times blocks_per_split (KV heads x
+// row groups).
+inline int64_t working_blocks(const int32_t* lens, int batch, int64_t split_len, int64_t blocks_per_split) {
+  int64_t n = 0;
+  for (int b = 0; b < batch; ++b) n += (std::max<int32_t>(lens[b], 0) + split_len - 1) / split_len;
+  return n * blocks_per_split;
+}
+
+// The one-round split count in [1, cap], or 0 when the rule declines (no count fits one round,
+// or its round is unbalanced). lens: host copies of kv_len, each in [0, max_kv].
+inline int one_round_splits(const int32_t* lens, int batch, int64_t max_kv, int64_t blocks_per_split,
+                            int64_t slots, int cap) {
+  if (batch < 1 || max_kv < 1 || blocks_per_split < 1 || slots < 1 || cap < 1) return 0;
+  int64_t keys = 0;
+  for (int b = 0; b < batch; ++b) keys += std::max<int32_t>(lens[b], 0);
+  if (keys == 0) return 0;
+  auto fits = [&](int64_t s) { return working_blocks(lens, batch, split_len_of(max_kv, s), blocks_per_split) <= slots; };
+  if (!fits(1)) return 0;
+  int64_t lo = 1, hi = cap;  // working blocks grow with the split count: the largest s that fits
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  const double even_share = static_cast<double>(keys) * blocks_per_split / slots;  // keys a slot takes, spread evenly
+  if (static_cast<double>(split_len_of(max_kv, lo)) > kOneRoundSlack * even_share) return 0;
+  return static_cast<int>(lo);
+}
+
+}  // namespace packfa::detail

@@ -1,0 +1,73 @@
+// The one-round split rule for batches with host lengths (src/split_plan.hpp), on hand-counted
+// cases: H200 slots (132 multiprocessors x 2 resident blocks = 264), 8 KV heads, one row group.
+#include <cstdint>
+#include <vector>
+
+#include "packfa_catch.hpp"
+#include "split_plan.hpp"
+
+using packfa::detail::one_round_splits;
+using packfa::detail::split_len_of;
+using packfa::detail::working_blocks;
+
+namespace {
+constexpr int64_t kSlots = 264, kHeads = 8;
+
+std::vector<int32_t> uniform(int batch, int32_t len) { return std::vector<int32_t>(batch, len); }
+// The bench's varied batch: evenly from kv / 4 to kv.
+std::vector<int32_t> varied(int batch, int32_t kv) {
+  std::vector<int32_t> l(batch);
+  for (int b = 0; b < batch; ++b) l[b] = kv / 4 + static_cast<int32_t>(int64_t(kv) * 3 / 4 * b / (batch - 1));
+  return l;
+}
+int rule(const std::vector<int32_t>& l, int32_t max_kv, int cap) {
+  return one_round_splits(l.data(), static_cast<int>(l.size()), max_kv, kHeads, kSlots, cap);
+}
+}  // namespace
+
+TEST_CASE("split_plan: split lengths round up to 32 keys as the launch plan does", "[split_plan]") {
+  CHECK(split_len_of(4096, 4) == 1024);
+  CHECK(split_len_of(4096, 5) == 832);  // 819.2 -> 820 -> 832
+  CHECK(split_len_of(4096, 6) == 704);  // 682.7 -> 683 -> 704
+  CHECK(split_len_of(100, 8) == 32);    // never below 32
+  // working blocks: ceil(len / split_len) per sequence, an empty sequence none
+  const std::vector<int32_t> l{4096, 1, 0, 1025};
+  CHECK(working_blocks(l.data(), 4, 1024, 8) == (4 + 1 + 0 + 2) * 8);
+}
+
+TEST_CASE("split_plan: uniform batches fill exactly one round", "[split_plan]") {
+  // 8 x 4k: 4 splits = 256 blocks <= 264, 5 splits = 320 > 264; 1024-key blocks against an
+  // even share of 8 * 4096 * 8 / 264 = 993 keys: balanced
+  CHECK(rule(uniform(8, 4096), 4096, 9) == 4);
+  CHECK(rule(uniform(16, 4096), 4096, 5) == 2);
+  CHECK(rule(uniform(4, 4096), 4096, 17) == 8);
+  CHECK(rule(uniform(8, 16384), 16384, 9) == 4);
+  // 33 sequences x 8 heads = 264 blocks with one split; 34 do not fit one round at all
+  CHECK(rule(uniform(33, 4096), 4096, 2) == 1);
+  CHECK(rule(uniform(34, 4096), 4096, 2) == 0);
+}
+
+TEST_CASE("split_plan: varied batches take one round only when it is balanced", "[split_plan]") {
+  // 8 x (1024 .. 4096): 6 splits (704 keys) -> 2+3+3+4+4+5+6+6 = 33 blocks x 8 = 264; 7 -> 304.
+  // Even share 8 * 2560 * 8 / 264 = 620.6 keys; 704 <= 1.25 * 620.6: taken
+  CHECK(rule(varied(8, 4096), 4096, 9) == 6);
+  // 4 x (1024, 2048, 3072, 4096): 12 splits (352 keys) -> 3+6+9+12 = 30 x 8 = 240; 13 -> 272
+  CHECK(rule(varied(4, 4096), 4096, 17) == 12);
+  // 16 x (8k .. 32k): one round holds 2 splits of 16384 keys, against an even share of
+  // 16 * 20480 * 8 / 264 = 9930: unbalanced, declined (measured 17% slower than the blind rule)
+  CHECK(rule(varied(16, 32768), 32768, 5) == 0);
+  // 16 x (1k .. 4k): 2 splits of 2048 keys against 1241: declined
+  CHECK(rule(varied(16, 4096), 4096, 5) == 0);
+}
+
+TEST_CASE("split_plan: never more splits than the cap, degenerate inputs decline", "[split_plan]") {
+  // one long sequence among empty ones: one round would hold 32 splits, the cap (the blind
+  // rule's count) keeps 9, and 9 splits of 480 keys are not balanced against 4096 * 8 / 264
+  std::vector<int32_t> skew(8, 0);
+  skew[0] = 4096;
+  CHECK(rule(skew, 4096, 9) == 0);
+  CHECK(rule(skew, 4096, 32) == 32);
+  CHECK(rule(uniform(8, 0), 4096, 9) == 0);  // no keys at all
+  CHECK(one_round_splits(nullptr, 0, 4096, kHeads, kSlots, 9) == 0);
+  CHECK(rule(uniform(8, 4096), 4096, 0) == 0);
+}
