@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "decode_switches.hpp"
+#include "split_plan.hpp"  // detail::one_round_splits, the rule the planner applies
 #include "device_problem.hpp"
 #include "packfa/api.hpp"
 #include "packfa/reference.hpp"
@@ -304,49 +305,55 @@ TEST_CASE("decode switches: split rounds, column combine", "[attention][switches
 // the reference either way; with lengths that are stale (shorter than the device's), the same.
 TEST_CASE("batch planner: host lengths give one balanced round", "[attention][switches]") {
   const bool rounds = switch_on("PACKFA_SPLIT_ROUNDS");  // the whole-rounds switch replaces the rule
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // The resident slots of the instance, from the one-sequence rule (one round: slots / 8 splits
+  // for 8 KV heads at kv 32k): 8 x that count, up to 7 more.
+  KernelChoice one;
+  {
+    ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 32768);
+    HostProblem hp;
+    REQUIRE(make_problem(c, &hp).ok());
+    DeviceProblem dp(hp, c.k_format, c.v_format);
+    REQUIRE(select_kernel(dp.params, 0, &one).ok());
+  }
+  const int64_t slots_lo = 8LL * one.num_splits, slots_hi = slots_lo + 7;
   struct Case {
     int batch, kv;
-    std::vector<int> lens;  // empty: uniform
-    bool taken;
+    std::vector<int32_t> lens;  // empty: uniform
   };
   const std::vector<Case> cases = {
-      {8, 4096, {}, true},                                                    // 8 x 4k uniform
-      {8, 4096, {1024, 1463, 1902, 2341, 2779, 3218, 3657, 4096}, true},      // short, varied: balanced
-      {16, 32768, {8192, 9830, 11469, 13107, 14746, 16384, 18022, 19661, 21299, 22938, 24576, 26214, 27853,
-                   29491, 31130, 32768}, false},                              // long, varied: unbalanced
+      {8, 4096, {}},                                                    // 8 x 4k uniform: one round (H200: 4 splits)
+      {8, 4096, {1024, 1463, 1902, 2341, 2779, 3218, 3657, 4096}},      // short, varied: balanced (H200: 6)
+      {16, 8192, {2048, 2457, 2867, 3276, 3686, 4096, 4505, 4915, 5324, 5734, 6144, 6553, 6963, 7372, 7782, 8192}},
+      // ^ varied: its one round unbalanced (H200: 2 splits of 4096 keys against 2482), declined
   };
+  int taken_cases = 0;
   for (const Case& k : cases) {
     ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, k.kv);
     c.batch = k.batch;
-    c.kv_lens = k.lens;
+    c.kv_lens.assign(k.lens.begin(), k.lens.end());
     g_host_lens = false;
     const Result blind = check(c);
     g_host_lens = true;
     const Result r = check(c);
     g_host_lens = false;
+    const std::vector<int32_t> lens = k.lens.empty() ? std::vector<int32_t>(k.batch, k.kv) : k.lens;
+    const int64_t per_split = 8LL * blind.choice.row_groups;
+    const int lo = detail::one_round_splits(lens.data(), k.batch, k.kv, per_split, slots_lo, blind.choice.num_splits);
+    const int hi = detail::one_round_splits(lens.data(), k.batch, k.kv, per_split, slots_hi, blind.choice.num_splits);
     INFO("batch " << k.batch << " kv " << k.kv << " blind: " << blind.kernel << " | host lengths: " << r.kernel
-                  << " sms=" << sms);
-    CHECK(r.choice.one_round == (k.taken && !rounds));
+                  << " | rule with " << slots_lo << ".." << slots_hi << " slots: " << lo << ".." << hi);
     CHECK_FALSE(blind.choice.one_round);
     if (rounds) {
+      CHECK_FALSE(r.choice.one_round);
       CHECK(r.choice.num_splits == blind.choice.num_splits);
-    } else if (k.taken) {
-      CHECK(r.choice.num_splits < blind.choice.num_splits);
-      // its working blocks fit one round: at most the resident blocks (<= 32 a multiprocessor)
-      const int64_t split_len = (k.kv + r.choice.num_splits - 1) / r.choice.num_splits;
-      int64_t blocks = 0;
-      for (int b = 0; b < k.batch; ++b) {
-        const int len = k.lens.empty() ? k.kv : k.lens[b];
-        blocks += (len + split_len - 1) / split_len;
-      }
-      CHECK(blocks * 8 * r.choice.row_groups <= 32LL * sms);
-      CHECK(r.choice.num_splits >= 2);
-    } else {
-      CHECK(r.choice.num_splits == blind.choice.num_splits);
+    } else if (lo == hi) {  // the slot count does not matter here: the exact path
+      CHECK(r.choice.one_round == (lo > 0));
+      CHECK(r.choice.num_splits == (lo > 0 ? lo : blind.choice.num_splits));
+      taken_cases += lo > 0;
     }
+    CHECK(r.choice.num_splits <= blind.choice.num_splits);
   }
+  if (!rounds && slots_lo == 264) CHECK(taken_cases == 2);  // the H200 (132 SMs x 2 blocks): both short cases
   {  // a stale copy (every sequence 1000 keys on the host, 4096 on the device) plans another
      // split count; the kernels read the device's lengths, so the results stay right
     ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
