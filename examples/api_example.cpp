@@ -21,7 +21,7 @@ packfa::Status attend(const void* q, void* o, const void* k_payload, const void*
   p.k.scales = k_scales; p.k.scale_strides = {0, 8 * 8, 8};
   p.v.format = packfa::VFormat::q8_0;         // ggml's 34-byte blocks (or q8_0_planar + p.v.scales)
   p.v.data = v;          p.v.strides = {0, 8 * 136, 136};
-  p.kv_len = kv_len;
+  p.kv_len = kv_len;                          // batches: also p.kv_len_host (docs/integration.md)
   return packfa::fa_packed16_forward(p, stream);  // never throws; a Status names a bad field
 }
 

@@ -1,7 +1,8 @@
 // libFuzzer target over validate() and the C ABI entry points, linked with the dispatcher of
 // the build without a GPU backend (src/dispatch_none.cpp): every call validates and then
 // returns not_compiled, so no input can reach a device. Pointers in the params are never
-// dereferenced (they stand for device memory), so the fuzzer mutates them freely.
+// dereferenced (they stand for device memory), so the fuzzer mutates them freely; the one host
+// array, kv_len_host, is pointed at the fuzzer's own buffer or left null (host_lens below).
 //
 // Input: byte 0 = entry point, byte 1 = message capacity (0: no buffer), then the bytes of the
 // C struct (packfa_attn_params / _pack_k_params / _quantize_v_params, zero-filled when short).
@@ -67,6 +68,7 @@ AttnParams attn_from_c(const packfa_attn_params& c) {
   p.paged.page_size = c.page_size; p.paged.num_pages = c.num_pages;
   p.mask_head_stride = c.mask_head_stride; p.alibi_mode = static_cast<AlibiMode>(c.alibi_mode);
   p.errors = c.errors;
+  p.kv_len_host = c.kv_len_host;
   return p;
 }
 bool c_enums_in_range(const packfa_attn_params& c) {
@@ -327,6 +329,22 @@ std::vector<std::vector<uint8_t>> seeds() {
   return out;
 }
 
+// kv_len_host is read by validate() (a host array): an odd raw value points it at this buffer of
+// `batch` entries spread over [-1, max_kv_len + 1] (valid and invalid), anything else nulls it.
+constexpr int kMaxHostBatch = 4096;
+void host_lens(packfa_attn_params* c) {
+  static int32_t buf[kMaxHostBatch];
+  const uint64_t raw = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(c->kv_len_host));
+  if (!(raw & 1) || c->batch < 1 || c->batch > kMaxHostBatch) {
+    c->kv_len_host = nullptr;
+    return;
+  }
+  const uint64_t span = static_cast<uint64_t>(std::max(c->max_kv_len, 0)) + 3;
+  for (int b = 0; b < c->batch; ++b)
+    buf[b] = static_cast<int32_t>(static_cast<int64_t>(((raw >> 1) * 2654435761ull + b * 40503ull) % span) - 1);
+  c->kv_len_host = buf;
+}
+
 template <class T>
 T load(const uint8_t* data, size_t size) {
   T t;
@@ -379,7 +397,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0:
     case 1:
     case 4: {
-      const packfa_attn_params c = load<packfa_attn_params>(data, size);
+      packfa_attn_params c = load<packfa_attn_params>(data, size);
+      host_lens(&c);
       const AttnParams p = attn_from_c(c);
       const Status s = validate(p);
       PROPERTY(validate(p).to_string() == s.to_string(), "validate is not a function of its input");
