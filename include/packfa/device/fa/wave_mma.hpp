@@ -255,22 +255,28 @@ PACKFA_DEV void wmma_f16(float (&acc)[8], const uint32_t (&a)[N], const uint32_t
 }
 #endif
 
-// acc (one 16x16 tile, fp32) += Q·K^T over 16 head-dim values.
-PACKFA_DEV void mma_f16(float (&acc)[8], const F16Frag& q, const F16Frag& k) {
+// acc (one 16x16 fp32 tile) += A·B over 16 values, fp16 operands: on NVIDIA two m16n8k16 mma
+// (b holds the two 8-column halves); RDNA's wmma forms the transposed tile, B^T·A^T, with the
+// operands swapped, which is why the fragments' lane layouts differ between the backends.
+template <int N>
+PACKFA_DEV void mma_tile_f16(float (&acc)[8], const uint32_t (&a)[N], const uint32_t (&b)[N]) {
 #if defined(PACKFA_BACKEND_HIP)
 #if defined(PACKFA_DEVICE_HIP)
-  wmma_f16(acc, k.w, q.w);  // S^T = K·Q^T
+  wmma_f16(acc, b, a);
 #else
-  (void)acc, (void)q, (void)k;
+  (void)acc, (void)a, (void)b;
   PACKFA_UNSUPPORTED();
 #endif
 #else
   float (&c0)[4] = *reinterpret_cast<float(*)[4]>(&acc[0]);
   float (&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[4]);
-  arch::mma_16x8x16_f16(c0, q.w, k.w[0], k.w[1]);
-  arch::mma_16x8x16_f16(c1, q.w, k.w[2], k.w[3]);
+  arch::mma_16x8x16_f16(c0, a, b[0], b[1]);
+  arch::mma_16x8x16_f16(c1, a, b[2], b[3]);
 #endif
 }
+
+// acc (one 16x16 tile, fp32) += Q·K^T over 16 head-dim values (RDNA: S^T = K·Q^T).
+PACKFA_DEV void mma_f16(float (&acc)[8], const F16Frag& q, const F16Frag& k) { mma_tile_f16(acc, q.w, k.w); }
 
 // ---- P·V -------------------------------------------------------------------------------------
 // V tile in shared memory as fp16: NVIDIA [key][dim] (ldmatrix.trans gives the B operand),
@@ -326,22 +332,8 @@ PACKFA_DEV VFrag v_frag(const char* vt, int pitch, int key0, int dim0, int lane)
   }
   return f;
 }
-// o (one 16x16 tile: 16 rows x 16 dims) += P·V.
-PACKFA_DEV void mma_pv(float (&o)[8], const PFrag& p, const VFrag& v) {
-#if defined(PACKFA_BACKEND_HIP)
-#if defined(PACKFA_DEVICE_HIP)
-  wmma_f16(o, v.w, p.w);  // O^T = V^T·P^T
-#else
-  (void)o, (void)p, (void)v;
-  PACKFA_UNSUPPORTED();
-#endif
-#else
-  float (&c0)[4] = *reinterpret_cast<float(*)[4]>(&o[0]);
-  float (&c1)[4] = *reinterpret_cast<float(*)[4]>(&o[4]);
-  arch::mma_16x8x16_f16(c0, p.w, v.w[0], v.w[1]);
-  arch::mma_16x8x16_f16(c1, p.w, v.w[2], v.w[3]);
-#endif
-}
+// o (one 16x16 tile: 16 rows x 16 dims) += P·V (RDNA: O^T = V^T·P^T).
+PACKFA_DEV void mma_pv(float (&o)[8], const PFrag& p, const VFrag& v) { mma_tile_f16(o, p.w, v.w); }
 
 // ---- global -> shared copies -----------------------------------------------------------------
 // W bytes (16, 8, 4: cp.async on NVIDIA, zero-filled when !valid; 2: a plain copy); RDNA: a
