@@ -1,5 +1,5 @@
 // split_plan.hpp — the split count of a batch when the host knows the sequence lengths
-// (AttnParams::kv_len_host; decision "batch-one-round", bench/NOTES.md session 17).
+// (AttnParams::kv_len_host; decision "batch-one-round" in bench/NOTES.md).
 //
 // Splits are ceil(max_kv_len / split_len) slices of every sequence; a block whose slice lies
 // past its sequence's length exits at once. With the lengths known, the planner counts the
