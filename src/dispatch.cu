@@ -530,15 +530,17 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   // (batch 8 x kv 4k, 8 KV heads: 9 splits = 576 blocks on 264 slots, the third round 18%
   // full); the switch takes the most splits whose blocks fill at most max(1, 4 / resident)
   // whole rounds of the resident slots (8 splits: 512 blocks).
-  const int64_t base_blocks = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
+  const int64_t per_split = static_cast<int64_t>(p.n_kv_heads) * out->row_groups;  // blocks of one split
+  const int64_t base_blocks = p.batch * per_split;
   int splits = std::min(p.num_splits, device::kMaxSplits);
   if (splits <= 0) {
     int64_t want = (4LL * f.sms + base_blocks - 1) / base_blocks;
     out->split_rounds = p.batch > 1 && split_rounds();
+    const bool host_lens = p.batch > 1 && p.kv_len_host && !out->split_rounds;
+    int per_sm = 0;  // resident blocks a multiprocessor: asked only by the rules that use it
+    if (p.batch == 1 || out->split_rounds || host_lens) PACKFA_TRY(resident_blocks(inst, device, &per_sm));
+    const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
     if (p.batch == 1 || out->split_rounds) {
-      int per_sm = 0;
-      PACKFA_TRY(resident_blocks(inst, device, &per_sm));
-      const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
       const int64_t rounds = p.batch == 1 ? 1 : std::max(1, 4 / std::max(per_sm, 1));  // ~4 blocks per SM
       want = std::max<int64_t>(1, rounds * slots / base_blocks);
     }
@@ -547,20 +549,15 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     // Host lengths (decision "batch-one-round", split_plan.hpp): the most splits whose working
     // blocks fill one round, when that round is balanced; never more splits than the rule above,
     // so fa_workspace_bytes without kv_len_host bounds the workspace with it.
-    if (p.batch > 1 && p.kv_len_host && !out->split_rounds) {
-      int per_sm = 0;
-      PACKFA_TRY(resident_blocks(inst, device, &per_sm));
-      const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
-      const int s1 = detail::one_round_splits(p.kv_len_host, p.batch, p.max_kv_len,
-                                              static_cast<int64_t>(p.n_kv_heads) * out->row_groups, slots, splits);
+    if (host_lens) {
+      const int s1 = detail::one_round_splits(p.kv_len_host, p.batch, p.max_kv_len, per_split, slots, splits);
       if (s1 > 0) {
         splits = s1;
         out->one_round = true;
       }
     }
   }
-  const int64_t len = (p.max_kv_len + splits - 1) / splits;
-  out->split_len = static_cast<int>(std::max<int64_t>(32, (len + 31) / 32 * 32));
+  out->split_len = static_cast<int>(detail::split_len_of(p.max_kv_len, splits));
   out->splits = static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len);  // <= kMaxSplits
   out->splits = std::max(1, out->splits);
   out->rclass = rclass;
