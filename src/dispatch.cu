@@ -740,6 +740,11 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                                                                     : "block";
   out->split_rounds = pl.split_rounds;
   out->one_round = pl.one_round;
+  if (!pl.prefill) {
+    int per_sm = 0;
+    PACKFA_TRY(resident_blocks(pl.inst, device, &per_sm));
+    out->resident_slots = static_cast<int64_t>(per_sm) * f.sms;
+  }
   return Status::Ok();
 }
 

@@ -300,22 +300,11 @@ TEST_CASE("decode switches: split rounds, column combine", "[attention][switches
 
 // Host lengths (AttnParams::kv_len_host, src/split_plan.hpp): a batch whose working blocks fit
 // one balanced round of resident blocks gets that split count (fewer splits than without the
-// lengths: the count the rule would pick is recomputed here from the one without them and the
-// SM count's bounds); an unbalanced one keeps the count it gets without them. Results against
-// the reference either way; with lengths that are stale (shorter than the device's), the same.
+// lengths: the count the rule gives for the instance's resident slots, KernelChoice::
+// resident_slots); an unbalanced one keeps the count it gets without them. Results against the
+// reference either way; with lengths that are stale (shorter than the device's), the same.
 TEST_CASE("batch planner: host lengths give one balanced round", "[attention][switches]") {
   const bool rounds = switch_on("PACKFA_SPLIT_ROUNDS");  // the whole-rounds switch replaces the rule
-  // The resident slots of the instance, from the one-sequence rule (one round: slots / 8 splits
-  // for 8 KV heads at kv 32k): 8 x that count, up to 7 more.
-  KernelChoice one;
-  {
-    ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 32768);
-    HostProblem hp;
-    REQUIRE(make_problem(c, &hp).ok());
-    DeviceProblem dp(hp, c.k_format, c.v_format);
-    REQUIRE(select_kernel(dp.params, 0, &one).ok());
-  }
-  const int64_t slots_lo = 8LL * one.num_splits, slots_hi = slots_lo + 7;
   struct Case {
     int batch, kv;
     std::vector<int32_t> lens;  // empty: uniform
@@ -326,6 +315,7 @@ TEST_CASE("batch planner: host lengths give one balanced round", "[attention][sw
       {16, 8192, {2048, 2457, 2867, 3276, 3686, 4096, 4505, 4915, 5324, 5734, 6144, 6553, 6963, 7372, 7782, 8192}},
       // ^ varied: its one round unbalanced (H200: 2 splits of 4096 keys against 2482), declined
   };
+  int64_t slots = 0;
   int taken_cases = 0;
   for (const Case& k : cases) {
     ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, k.kv);
@@ -338,22 +328,24 @@ TEST_CASE("batch planner: host lengths give one balanced round", "[attention][sw
     g_host_lens = false;
     const std::vector<int32_t> lens = k.lens.empty() ? std::vector<int32_t>(k.batch, k.kv) : k.lens;
     const int64_t per_split = 8LL * blind.choice.row_groups;
-    const int lo = detail::one_round_splits(lens.data(), k.batch, k.kv, per_split, slots_lo, blind.choice.num_splits);
-    const int hi = detail::one_round_splits(lens.data(), k.batch, k.kv, per_split, slots_hi, blind.choice.num_splits);
+    slots = r.choice.resident_slots;
+    REQUIRE(slots > 0);
+    CHECK(blind.choice.resident_slots == slots);
+    const int want = detail::one_round_splits(lens.data(), k.batch, k.kv, per_split, slots, blind.choice.num_splits);
     INFO("batch " << k.batch << " kv " << k.kv << " blind: " << blind.kernel << " | host lengths: " << r.kernel
-                  << " | rule with " << slots_lo << ".." << slots_hi << " slots: " << lo << ".." << hi);
+                  << " | rule with " << slots << " slots: " << want);
     CHECK_FALSE(blind.choice.one_round);
     if (rounds) {
       CHECK_FALSE(r.choice.one_round);
       CHECK(r.choice.num_splits == blind.choice.num_splits);
-    } else if (lo == hi) {  // the slot count does not matter here: the exact path
-      CHECK(r.choice.one_round == (lo > 0));
-      CHECK(r.choice.num_splits == (lo > 0 ? lo : blind.choice.num_splits));
-      taken_cases += lo > 0;
+    } else {
+      CHECK(r.choice.one_round == (want > 0));
+      CHECK(r.choice.num_splits == (want > 0 ? want : blind.choice.num_splits));
+      taken_cases += want > 0;
     }
     CHECK(r.choice.num_splits <= blind.choice.num_splits);
   }
-  if (!rounds && slots_lo == 264) CHECK(taken_cases == 2);  // the H200 (132 SMs x 2 blocks): both short cases
+  if (!rounds && slots == 264) CHECK(taken_cases == 2);  // the H200 (132 SMs x 2 blocks): both short cases
   {  // a stale copy (every sequence 1000 keys on the host, 4096 on the device) plans another
      // split count; the kernels read the device's lengths, so the results stay right
     ProblemConfig c = base(128, VFormat::q8_0, 1, 32, 8, 4096);
