@@ -312,18 +312,6 @@ PACKFA_DEV uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 #endif
 }
 
-// ---- L2 prefetch ---------------------------------------------------------------------------
-// NVIDIA: the line holding `gmem` into L2 (no value reaches the thread: allowed before
-// pdl::wait(), docs/pdl.md). Elsewhere a no-op: RDNA's decode copies go through registers,
-// and no AMD measurement asks for it.
-PACKFA_DEV void prefetch_l2(const void* gmem) {
-#if defined(PACKFA_DEVICE_CUDA)
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(gmem));
-#else
-  (void)gmem;
-#endif
-}
-
 // ---- global -> shared copies ------------------------------------------------------------
 // NVIDIA (sm_80+): cp.async, so a tile streams in while the previous one is computed.
 // Elsewhere: an ordinary load + store (synchronous; correctness identical).

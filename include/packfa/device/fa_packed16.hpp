@@ -61,9 +61,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   const int lane = arch::lane_id();
 
   PACKFA_TRACE_AT(p, 0);
-#if defined(PACKFA_BACKEND_CUDA) && !defined(PACKFA_NO_FIRST_PREFETCH)  // NVIDIA (arch::prefetch_l2); A/B builds
-  if constexpr (!PAGED) prefetch_first_chunk<T>(p, br.kvh, br.split, wave);
-#endif
   // Everything below reads memory a predecessor kernel may write (Q, the cache, lengths).
   pdl::wait();
   PACKFA_TRACE_AT(p, 1);

@@ -107,36 +107,6 @@ PACKFA_DEV void stage_scale_row(char* dst, const char* src, int width) {
     *reinterpret_cast<uint16_t*>(dst + o) = *reinterpret_cast<const uint16_t*>(src + o);
 }
 
-// The lines of ROW_BYTES at `row` into L2 (every 128-byte line the row touches).
-template <int ROW_BYTES>
-PACKFA_DEV void prefetch_row(const char* row) {
-  PACKFA_UNROLL
-  for (int o = 0; o < ROW_BYTES; o += 128) arch::prefetch_l2(row + o);
-  if constexpr (ROW_BYTES % 128 != 0) arch::prefetch_l2(row + ROW_BYTES - 1);
-}
-
-// Decision "first-chunk-prefetch": one sequence, contiguous cache, no window: the wave's first
-// static chunk starts at key split · split_len + wave · 32 whatever the sequence's length, so
-// its K, K-scale and V rows (a lane its key's) go into L2 before the length arrives, and
-// before pdl::wait() (a prefetch moves no value into the thread, and L2 is where the
-// predecessor's writes land). The length load then no longer delays the chunk's DRAM
-// latency: one-row decode at kv 4k waits on the length, then on the first chunk (bench/
-// NOTES.md, session 18). Keys up to max_kv_len only (the cache the caller described); batches
-// skip it: blocks past a shorter sequence's end would fetch rows they never read.
-template <class T>
-PACKFA_DEV void prefetch_first_chunk(const FaKernelParams& p, int kvh, int split, int wave) {
-  if (p.batch != 1 || p.window > 0) return;
-  const int64_t first = static_cast<int64_t>(split) * p.split_len;
-  const int64_t key = first + wave * T::kChunk + arch::lane_id();
-  if (key >= min(static_cast<int64_t>(p.max_kv_len), first + p.split_len)) return;
-  prefetch_row<T::kKRowBytes>(p.k + static_cast<int64_t>(kvh) * p.k_head + key * p.k_slot);
-  if constexpr (T::kQK != QKMode::f16)
-    arch::prefetch_l2(p.ks + static_cast<int64_t>(kvh) * p.ks_head + key * p.ks_slot);
-  prefetch_row<T::kVRowBytes>(p.v + static_cast<int64_t>(kvh) * p.v_head + key * p.v_slot);
-  if constexpr (T::kVF == VFormat::q8_0_planar)
-    arch::prefetch_l2(p.vs + static_cast<int64_t>(kvh) * p.vs_head + key * p.vs_slot);
-}
-
 // The chunks of one (sequence, KV head) into one wave's stages. PAGED: K/V through block tables
 // (kv_view.hpp). A compile-time choice: sharing the kernel with a runtime branch cost the
 // contiguous cache 2-20% (the staging code is the key loop's largest part; A/B on the H200,
