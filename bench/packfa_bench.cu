@@ -203,6 +203,9 @@ bool g_uniform = false;
 // --host-lens: pass the lengths on the host too (AttnParams::kv_len_host: the planner's
 // one-round rule for batches)
 bool g_host_lens = false;
+// --capacity N: the cache holds N keys a sequence and max_kv_len = N, the lengths stay --kv (an
+// engine that captures one CUDA graph for every length passes its capacity)
+int g_capacity = 0;
 
 // Lengths of a batch: batch 1 (or --uniform) = kv; batch > 1: varied, evenly from kv/4 to kv.
 std::vector<int> lengths(const Case& c) {
@@ -311,9 +314,9 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   const bool packed = c.kf == KFormat::packed16;
   const int64_t krow = packed ? D : 2 * D, srow = packed ? 2 * D / 32 : 0, vrow = v_row_bytes(c.vf, D);
   const int64_t vsrow = v_scale_row_bytes(c.vf, D);  // q8_0_planar's scale plane
-  const int64_t cap = c.kv;
+  const int64_t cap = std::max<int64_t>(c.kv, g_capacity);
   const int64_t kslot = G * krow, sslot = G * srow, vslot = G * vrow, vsslot = G * vsrow;
-  const size_t set_bytes = static_cast<size_t>(c.batch) * cap * (kslot + sslot + vslot + vsslot);
+  const size_t set_bytes = static_cast<size_t>(c.batch) * c.kv * (kslot + sslot + vslot + vsslot);  // bytes a call reads
   // enough copies that consecutive calls do not hit in L2
   const int nsets = static_cast<int>(std::max<size_t>(1, std::min<size_t>(16, (4 * l2_bytes) / set_bytes + 1)));
   struct Set {
@@ -353,7 +356,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.n_q_heads = c.H;
   p.n_kv_heads = G;
   p.head_dim = D;
-  p.max_kv_len = c.kv;
+  p.max_kv_len = static_cast<int>(cap);
   if (g_host_lens) p.kv_len_host = L.data();
   p.q = {DType::f16, q, static_cast<int64_t>(c.nq) * c.H * D, static_cast<int64_t>(c.H) * D, D};
   p.o = {DType::f16, o, static_cast<int64_t>(c.nq) * c.H * D, static_cast<int64_t>(c.H) * D, D};
@@ -682,6 +685,7 @@ int main(int argc, char** argv) {
                           "                D --d (128), kv --kv (32768), nq --nq (1), V --v (q8_0), H --heads (32),\n"
                           "                G --kv-heads (8), --batch (1), --dot (int8); --uniform: all sequences kv long\n"
                           "  --host-lens   also pass the lengths on the host (kv_len_host: the planner's one-round rule)\n"
+                          "  --capacity N  the cache holds N keys a sequence and max_kv_len = N; the lengths stay --kv\n"
                           "  --splits N    force the split-KV count (0 = the dispatcher's choice, up to 1024)\n"
                           "  --quick       fewer cases; --chain-only: only the pack -> attention -> combine chain\n"
                           "  --no-baseline skip the f16-K comparison; --head-major: [seq][head][slot] cache order\n"
@@ -713,7 +717,8 @@ int main(int argc, char** argv) {
       .integer("--batch", &one_batch, 1, 4096)
       .choice("--dot", &one_dot, {"int8", "f16"})
       .flag("--uniform", &g_uniform)
-      .flag("--host-lens", &g_host_lens);
+      .flag("--host-lens", &g_host_lens)
+      .integer("--capacity", &g_capacity, 1, INT32_MAX);
   int arg_rc = 0;
   if (!ap.parse(argc, argv, 1, &arg_rc)) return arg_rc;
   const bool filtered = only_kv || only_nq || only_d || !only_v.empty() || !only_causal.empty();

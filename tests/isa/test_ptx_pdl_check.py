@@ -73,6 +73,14 @@ class Check(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("generic", out)
 
+    def test_l2_prefetch_before_wait_ok(self):  # no value reaches the thread; L2 is where the predecessor writes
+        rc, out = run("\tprefetch.global.L2 [%rd7];\n\tgriddepcontrol.wait;\n\tld.global.u32 %r2, [%rd7];\n")
+        self.assertEqual(rc, 0, out)
+
+    def test_cp_async_before_wait(self):  # a copy into shared memory is a read: behind the wait
+        rc, out = run("\tcp.async.cg.shared.global [%r5], [%rd7], 16;\n\tgriddepcontrol.wait;\n")
+        self.assertEqual(rc, 1, out)
+
     def test_generic_shared_ok(self):
         rc, out = run("\tmov.u64 %rd9, smem;\n\tcvta.shared.u64 %rd10, %rd9;\n\tld.u32 %r2, [%rd10];\n"
                       "\tgriddepcontrol.wait;\n")
