@@ -120,6 +120,7 @@ struct DeviceFacts {
   int sms = 0;
   int cc_major = 0, cc_minor = 0;
   size_t smem_optin = 0;
+  size_t l2_bytes = 0;
 };
 Status device_facts(int dev, DeviceFacts* out) {
   static std::mutex mu;
@@ -136,6 +137,7 @@ Status device_facts(int dev, DeviceFacts* out) {
   f.sms = prop.multiProcessorCount;
   f.cc_major = prop.major;
   f.cc_minor = prop.minor;
+  f.l2_bytes = prop.l2CacheSize > 0 ? static_cast<size_t>(prop.l2CacheSize) : 0;
 #if defined(PACKFA_BACKEND_HIP)
   f.smem_optin = prop.sharedMemPerBlock;  // RDNA: 64 KB per workgroup
 #else
@@ -428,6 +430,26 @@ bool split_rounds() {
   static const bool on = env_switch("PACKFA_SPLIT_ROUNDS");
   return on;
 }
+// Decision "d256-row-groups" (bench/NOTES.md, session 18): at D = 256 the int8 wide class (16
+// rows a block; 255 registers x 64 threads, 8 warps an SM) gives way to groups of the 4-row
+// class for 5-8 rows when the cache the call reads fits L2: the second group then reads the
+// chunks from L2. H200, q8_0 V unless stated, wide class -> 4-row groups (us): 16 / 2 heads
+// (8 rows) kv 4k 29.4 -> 16.1, kv 32k 42.5 -> 34.9 (q4_0 39.1 -> 29.8, f16 V 42.1 -> 34.6),
+// batch 8 x 4k 41.5 -> 34.9; past L2 the groups lose: kv 128k 75.5 -> 92.9 (142 MB against
+// 60 MB of L2); 16 rows lose too (32 / 2 heads 43.4 -> 52.2, nq 4 x 16 / 4 56.5 -> 90.6).
+// PACKFA_D256_ROW_GROUPS=0 (read once) keeps the wide class, for A/B.
+bool d256_row_groups(const AttnParams& p, const DeviceFacts& f, int rows) {
+  static const bool on = [] {
+    const char* e = std::getenv("PACKFA_D256_ROW_GROUPS");
+    return !(e && e[0] == '0');
+  }();
+  if (!on || p.head_dim != 256 || rows > 8) return false;
+  const int64_t d = p.head_dim;
+  const int64_t k_bytes = p.k.format == KFormat::packed16 ? d + 2 * d / p.k.block : 2 * d;
+  const int64_t per_key = k_bytes + v_row_bytes(p.v.format, p.head_dim) + v_scale_row_bytes(p.v.format, p.head_dim);
+  const double cache = static_cast<double>(p.batch) * p.n_kv_heads * p.max_kv_len * per_key;
+  return cache <= static_cast<double>(f.l2_bytes);
+}
 // PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
 // fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
 // row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
@@ -497,6 +519,10 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       break;
     }
   }
+  DeviceFacts f;
+  PACKFA_TRY(device_facts(device, &f));
+  if (rclass > 0 && row_table[rclass].rows_per_block == 16 && row_table[0].kernel && d256_row_groups(p, f, rows))
+    rclass = 0;
   const FaInstance* inst = &row_table[rclass];
   if (!inst->kernel) {  // fall back to any compiled row class
     for (int i = 0; i < kNumRowClasses && !inst->kernel; ++i) inst = &row_table[i];
@@ -512,8 +538,6 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   out->rows = rows;
   out->row_groups = (rows + inst->rows_per_block - 1) / inst->rows_per_block;
 
-  DeviceFacts f;
-  PACKFA_TRY(device_facts(device, &f));
   if (static_cast<size_t>(inst->smem_bytes) > f.smem_optin)
     return {Code::unsupported, name() + " needs " + std::to_string(inst->smem_bytes) +
                                    " bytes of shared memory; the device allows " + std::to_string(f.smem_optin)};

@@ -360,6 +360,45 @@ TEST_CASE("batch planner: host lengths give one balanced round", "[attention][sw
   }
 }
 
+// Decision "d256-row-groups" (src/dispatch.cu): at D = 256 with the int8 dot, 5-8 rows run as
+// groups of the 4-row class while the cache the call reads (batch x KV heads x max_kv_len x
+// bytes a key) fits L2; more rows, or a larger cache, keep the wide class (16 rows a block).
+// Results against the reference on both paths; the cache past L2 is only planned.
+TEST_CASE("D = 256: 5-8 rows in 4-row groups while the cache fits L2", "[attention]") {
+  int l2 = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  REQUIRE(l2 > 0);
+  const int64_t per_key = 256 + 2 * 256 / 32 + 272;  // packed16 K, its scales, a q8_0 V row
+  struct Case {
+    VFormat vf;
+    int nq, H, G, kv, rows_per_block, groups;
+  };
+  for (const Case& k : {Case{VFormat::q8_0, 1, 16, 2, 4096, 4, 2},   // 8 rows, 4.5 MB
+                        Case{VFormat::q4_0, 1, 12, 2, 2000, 4, 2},   // 6 rows
+                        Case{VFormat::f16, 2, 8, 2, 1500, 4, 2},     // 8 rows (MTP: 2 x 4)
+                        Case{VFormat::q8_0, 2, 16, 2, 2000, 16, 1},  // 16 rows: the wide class
+                        Case{VFormat::q8_0, 1, 8, 2, 2000, 4, 1}}) { // 4 rows: the 4-row class anyway
+    ProblemConfig c = base(256, k.vf, k.nq, k.H, k.G, k.kv);
+    const Result r = check(c);
+    INFO("rows " << k.nq * k.H / k.G << " ran " << r.kernel);
+    CHECK(r.choice.rows_per_block == k.rows_per_block);
+    CHECK(r.choice.row_groups == k.groups);
+  }
+  {  // 8 rows over a cache past L2: the wide class (planned, not run)
+    const int kv = static_cast<int>(l2 / (2 * per_key)) + 4096;
+    ProblemConfig c = base(256, VFormat::q8_0, 1, 16, 2, kv);
+    HostProblem hp;
+    REQUIRE(make_problem(c, &hp).ok());
+    DeviceProblem dp(hp, c.k_format, c.v_format);
+    KernelChoice ch;
+    REQUIRE(select_kernel(dp.params, 0, &ch).ok());
+    INFO("kv " << kv << " (L2 " << l2 << " bytes): " << ch.name);
+    CHECK(2 * per_key * kv > l2);
+    CHECK(ch.rows_per_block == 16);
+    CHECK(ch.row_groups == 1);
+  }
+}
+
 // Splits of >= 16 chunks per wave hand their later chunks out through claim counters
 // (device/chunk_source.hpp) in the instances built for it (FaTraits::kClaims: 4-row class,
 // D <= 128, V not q4_0): a chunk processed twice or never shows in O and LSE. Each case runs
