@@ -17,6 +17,7 @@
 #include "packfa/device/pack_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
+#include "row_plan.hpp"    // detail::d256_row_groups (row classes)
 #include "split_plan.hpp"  // detail::one_round_splits (kv_len_host)
 #include "gpu_cause.hpp"  // device_info / gpu_error: the real cause of a failed probe
 
@@ -430,25 +431,17 @@ bool split_rounds() {
   static const bool on = env_switch("PACKFA_SPLIT_ROUNDS");
   return on;
 }
-// Decision "d256-row-groups" (bench/NOTES.md, session 18): at D = 256 the int8 wide class (16
-// rows a block; 255 registers x 64 threads, 8 warps an SM) gives way to groups of the 4-row
-// class for 5-8 rows when the cache the call reads fits L2: the second group then reads the
-// chunks from L2. H200, q8_0 V unless stated, wide class -> 4-row groups (us): 16 / 2 heads
-// (8 rows) kv 4k 29.4 -> 16.1, kv 32k 42.5 -> 34.9 (q4_0 39.1 -> 29.8, f16 V 42.1 -> 34.6),
-// batch 8 x 4k 41.5 -> 34.9; past L2 the groups lose: kv 128k 75.5 -> 92.9 (142 MB against
-// 60 MB of L2); 16 rows lose too (32 / 2 heads 43.4 -> 52.2, nq 4 x 16 / 4 56.5 -> 90.6).
-// PACKFA_D256_ROW_GROUPS=0 (read once) keeps the wide class, for A/B.
+// Decision "d256-row-groups" (src/row_plan.hpp): at D = 256, 5-8 rows run as groups of the
+// 4-row class while the cache fits L2. PACKFA_D256_ROW_GROUPS=0 (read once) keeps the wide
+// class, for A/B.
 bool d256_row_groups(const AttnParams& p, const DeviceFacts& f, int rows) {
   static const bool on = [] {
     const char* e = std::getenv("PACKFA_D256_ROW_GROUPS");
     return !(e && e[0] == '0');
   }();
-  if (!on || p.head_dim != 256 || rows > 8) return false;
-  const int64_t d = p.head_dim;
-  const int64_t k_bytes = p.k.format == KFormat::packed16 ? d + 2 * d / p.k.block : 2 * d;
-  const int64_t per_key = k_bytes + v_row_bytes(p.v.format, p.head_dim) + v_scale_row_bytes(p.v.format, p.head_dim);
-  const double cache = static_cast<double>(p.batch) * p.n_kv_heads * p.max_kv_len * per_key;
-  return cache <= static_cast<double>(f.l2_bytes);
+  return on && detail::d256_row_groups(p.head_dim, rows, p.batch, p.n_kv_heads, p.max_kv_len,
+                                       detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format),
+                                       static_cast<int64_t>(f.l2_bytes));
 }
 // PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
 // fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
