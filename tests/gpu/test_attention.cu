@@ -184,7 +184,8 @@ TEST_CASE("GQA ratios, row groups and query counts", "[attention]") {
 
 // Row groups that leave a block part-filled (the lane-path Q·K stops at the block's last row:
 // FaTraits::kRowGuard) and the D = 256 wide class (8 rows a block; f16 K: 4-row groups;
-// fa_rows_per_block in fa_instances.hpp), in every Q·K mode: 12, 15 and 6 rows.
+// fa_rows_per_block in fa_instances.hpp), in every Q·K mode: 12, 15 and 6 rows (the int8 dot
+// with f16 V runs its 6 rows as 4-row groups: decision "d256-row-groups", src/row_plan.hpp).
 TEST_CASE("part-filled row groups and the D = 256 wide class, every dot mode", "[attention]") {
   struct G {
     int H, G, nq;
