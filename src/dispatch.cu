@@ -435,10 +435,7 @@ bool split_rounds() {
 // 4-row class while the cache fits L2. PACKFA_D256_ROW_GROUPS=0 (read once) keeps the wide
 // class, for A/B.
 bool d256_row_groups(const AttnParams& p, const DeviceFacts& f, int rows) {
-  static const bool on = [] {
-    const char* e = std::getenv("PACKFA_D256_ROW_GROUPS");
-    return !(e && e[0] == '0');
-  }();
+  static const bool on = env_switch("PACKFA_D256_ROW_GROUPS", true);
   return on && detail::d256_row_groups(p.head_dim, rows, p.batch, p.n_kv_heads, p.max_kv_len,
                                        detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format),
                                        static_cast<int64_t>(f.l2_bytes));

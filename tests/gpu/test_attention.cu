@@ -39,6 +39,16 @@ std::string describe(const ProblemConfig& c) {
   return buf;
 }
 
+// The planner's choice for a problem, without running it (select_kernel only).
+KernelChoice planned(const ProblemConfig& c) {
+  HostProblem hp;
+  REQUIRE(make_problem(c, &hp).ok());
+  DeviceProblem dp(hp, c.k_format, c.v_format);
+  KernelChoice ch;
+  REQUIRE(select_kernel(dp.params, 0, &ch).ok());
+  return ch;
+}
+
 struct Result {
   double err = 0, lse_err = 0;
   std::string kernel;
@@ -387,12 +397,8 @@ TEST_CASE("D = 256: 5-8 rows in 4-row groups while the cache fits L2", "[attenti
   }
   {  // 8 rows over a cache past L2: the wide class (planned, not run)
     const int kv = static_cast<int>(l2 / (2 * per_key)) + 4096;
-    ProblemConfig c = base(256, VFormat::q8_0, 1, 16, 2, kv);
-    HostProblem hp;
-    REQUIRE(make_problem(c, &hp).ok());
-    DeviceProblem dp(hp, c.k_format, c.v_format);
-    KernelChoice ch;
-    REQUIRE(select_kernel(dp.params, 0, &ch).ok());
+    const ProblemConfig c = base(256, VFormat::q8_0, 1, 16, 2, kv);
+    const KernelChoice ch = planned(c);
     INFO("kv " << kv << " (L2 " << l2 << " bytes): " << ch.name);
     CHECK(2 * per_key * kv > l2);
     CHECK(ch.rows_per_block == 16);
@@ -578,12 +584,8 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
     ProblemConfig c = base(s.D, s.vf, s.nq, s.H, s.G, s.kv);
     c.dot = s.dot;
     c.k_format = s.kf;
-    HostProblem hp;
-    REQUIRE(make_problem(c, &hp).ok());
-    DeviceProblem dp(hp, c.k_format, c.v_format);
-    KernelChoice ch;
-    REQUIRE(select_kernel(dp.params, 0, &ch).ok());
-    INFO(describe(c) << " max_kv_len=" << dp.params.max_kv_len << " ran " << ch.name << " splits=" << ch.num_splits
+    const KernelChoice ch = planned(c);
+    INFO(describe(c) << " ran " << ch.name << " splits=" << ch.num_splits
                      << " (rule applies: " << rule << ")");
     const bool want = rule && s.split;
     CHECK((ch.name.rfind("fa_prefill<", 0) == 0) == want);
