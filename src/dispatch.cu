@@ -18,7 +18,7 @@
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
 #include "row_plan.hpp"    // detail::d256_row_groups (row classes)
-#include "split_plan.hpp"  // detail::one_round_splits (kv_len_host)
+#include "split_plan.hpp"  // detail::one_round_splits (kv_len_host), detail::trim_tail_round
 #include "gpu_cause.hpp"  // device_info / gpu_error: the real cause of a failed probe
 
 #if defined(PACKFA_BACKEND_HIP)
@@ -443,6 +443,12 @@ bool d256_row_groups(const AttnParams& p, const DeviceFacts& f, int rows) {
 // PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
 // fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
 // row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
+// PACKFA_TAIL_TRIM (default on): decision "batch-tail-trim" (split_plan.hpp) for batches
+// planned by the blind rule; =0 keeps that rule's count, for A/B.
+bool tail_trim() {
+  static const bool on = env_switch("PACKFA_TAIL_TRIM", true);
+  return on;
+}
 bool combine_cols() {
   static const bool on = env_switch("PACKFA_COMBINE_COLS", true);
   return on;
@@ -552,7 +558,8 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     out->split_rounds = p.batch > 1 && split_rounds();
     const bool host_lens = p.batch > 1 && p.kv_len_host && !out->split_rounds;
     int per_sm = 0;  // resident blocks a multiprocessor: asked only by the rules that use it
-    if (p.batch == 1 || out->split_rounds || host_lens) PACKFA_TRY(resident_blocks(inst, device, &per_sm));
+    const bool trim = p.batch > 1 && !out->split_rounds && tail_trim();
+    if (p.batch == 1 || out->split_rounds || host_lens || trim) PACKFA_TRY(resident_blocks(inst, device, &per_sm));
     const int64_t slots = static_cast<int64_t>(std::max(per_sm, 1)) * f.sms;
     if (p.batch == 1 || out->split_rounds) {
       const int64_t rounds = p.batch == 1 ? 1 : std::max(1, 4 / std::max(per_sm, 1));  // ~4 blocks per SM
@@ -560,6 +567,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     }
     const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, (p.max_kv_len + 127) / 128));
     splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
+    if (trim) splits = static_cast<int>(detail::trim_tail_round(splits, base_blocks, slots));  // split_plan.hpp
     // Host lengths (decision "batch-one-round", split_plan.hpp): the most splits whose working
     // blocks fill one round, when that round is balanced; never more splits than the rule above,
     // so fa_workspace_bytes without kv_len_host bounds the workspace with it.

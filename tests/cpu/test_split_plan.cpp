@@ -1,5 +1,6 @@
 // The one-round split rule for batches with host lengths (src/split_plan.hpp), on hand-counted
-// cases: H200 slots (132 multiprocessors x 2 resident blocks = 264), 8 KV heads, one row group.
+// cases: H200 slots (132 multiprocessors x 2 resident blocks = 264), 8 KV heads, one row group;
+// and the blind rule's last-round trim.
 #include <cstdint>
 #include <vector>
 
@@ -8,6 +9,7 @@
 
 using packfa::detail::one_round_splits;
 using packfa::detail::split_len_of;
+using packfa::detail::trim_tail_round;
 using packfa::detail::working_blocks;
 
 namespace {
@@ -70,4 +72,34 @@ TEST_CASE("split_plan: never more splits than the cap, degenerate inputs decline
   CHECK(rule(uniform(8, 0), 4096, 9) == 0);  // no keys at all
   CHECK(one_round_splits(nullptr, 0, 4096, kHeads, kSlots, 9) == 0);
   CHECK(rule(uniform(8, 4096), 4096, 0) == 0);
+}
+
+TEST_CASE("split_plan: the blind rule's last round is trimmed when at most an eighth full", "[split_plan]") {
+  // D 256, 32/8 heads, 4 resident blocks x 132 SMs = 528 slots. Batch 4: ceil(528 / 32) = 17
+  // splits = 544 blocks, a last round of 16 (16 * 8 <= 528): 16 splits = 512 blocks.
+  CHECK(trim_tail_round(17, 32, 528) == 16);
+  // batch 8 x 4k: ceil(528 / 64) = 9 = 576 blocks, last round 48 (384 <= 528): 8 splits
+  CHECK(trim_tail_round(9, 64, 528) == 8);
+  // batch 16: 5 splits = 640 blocks, last round 112 (896 > 528): kept
+  CHECK(trim_tail_round(5, 128, 528) == 5);
+  // D 128, 2 resident blocks (264 slots). Batch 8: 9 splits = 576, last round 48 (384 > 264):
+  // kept; batch 4: 17 splits = 544, last round 16 (128 <= 264): 16 splits, two whole rounds
+  CHECK(trim_tail_round(9, 64, 264) == 9);
+  CHECK(trim_tail_round(17, 32, 264) == 16);
+  // the edge: a last round of exactly slots / 8 is trimmed, one block more is not
+  CHECK(trim_tail_round(9, 33, 264) == 8);     // 297 blocks: 33 over one round
+  CHECK(trim_tail_round(148, 2, 264) == 132);  // 296: 32 over
+  CHECK(trim_tail_round(149, 2, 264) == 149);  // 298: 34 over
+  // several whole rounds before the tail: 410 blocks on 100 slots -> 4 rounds + 10 -> 40 splits
+  CHECK(trim_tail_round(41, 10, 100) == 40);
+  // whole rounds only, less than one round, one split, degenerate inputs: unchanged
+  CHECK(trim_tail_round(16, 33, 528) == 16);
+  CHECK(trim_tail_round(3, 32, 528) == 3);
+  CHECK(trim_tail_round(1, 600, 528) == 1);
+  CHECK(trim_tail_round(17, 32, 0) == 17);
+  CHECK(trim_tail_round(17, 0, 528) == 17);
+  // down to one split: 2 x 280 = 560 blocks, 32 over one round of 528 -> 1 split (280 blocks);
+  // 2 x 300 = 600 is 72 over (576 > 528): kept
+  CHECK(trim_tail_round(2, 280, 528) == 1);
+  CHECK(trim_tail_round(2, 300, 528) == 2);
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "decode_switches.hpp"
-#include "split_plan.hpp"  // detail::one_round_splits, the rule the planner applies
+#include "split_plan.hpp"  // detail::one_round_splits, detail::trim_tail_round: the rules the planner applies
 #include "device_problem.hpp"
 #include "packfa/api.hpp"
 #include "packfa/reference.hpp"
@@ -287,7 +287,8 @@ TEST_CASE("decode switches: split rounds, column combine", "[attention][switches
     if (rounds) {
       CHECK(r.choice.num_splits * base_blocks <= 4LL * sms);
     } else {
-      const int64_t want = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (4096 + 127) / 128);
+      int64_t want = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (4096 + 127) / 128);
+      if (switch_on("PACKFA_TAIL_TRIM", true)) want = detail::trim_tail_round(want, base_blocks, r.choice.resident_slots);
       const int64_t len = ((4096 + want - 1) / want + 31) / 32 * 32;
       CHECK(r.choice.num_splits == (4096 + len - 1) / len);
     }
@@ -403,6 +404,33 @@ TEST_CASE("D = 256: 5-8 rows in 4-row groups while the cache fits L2", "[attenti
     CHECK(2 * per_key * kv > l2);
     CHECK(ch.rows_per_block == 16);
     CHECK(ch.row_groups == 1);
+  }
+}
+
+// Decision "batch-tail-trim" (src/split_plan.hpp): lengths on the device only, the blind
+// rule's ceil(4 x SMs / blocks per split) splits lose a last round that is at most an eighth
+// full. D 256, 32/8 heads, batch 4 x 32k (4-row class; an H200 holds 4 blocks an SM: 528
+// slots): 17 splits = 544 blocks -> 16 splits = 512. The count follows from the device's slots
+// (KernelChoice::resident_slots), so the case holds on any GPU; on the H200 it must trim.
+TEST_CASE("batch planner: the blind rule's last round is trimmed", "[attention]") {
+  const bool on = switch_on("PACKFA_TAIL_TRIM", true);
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (bool uniform : {true, false}) {
+    ProblemConfig c = base(256, VFormat::q8_0, 1, 32, 8, 32768);
+    c.batch = 4;
+    if (!uniform) c.kv_lens = {32768, 9000, 20000, 31};
+    const Result r = check(c);
+    const int64_t base_blocks = 4LL * 8 * r.choice.row_groups;
+    const int64_t blind = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (32768 + 127) / 128);
+    const int64_t slots = r.choice.resident_slots;
+    const int64_t want = on ? detail::trim_tail_round(blind, base_blocks, slots) : blind;
+    const int64_t len = ((32768 + want - 1) / want + 31) / 32 * 32;
+    INFO("uniform=" << uniform << " ran " << r.kernel << " sms=" << sms << " slots=" << slots << " blind=" << blind);
+    REQUIRE(slots > 0);
+    CHECK(r.choice.num_splits == (32768 + len - 1) / len);
+    if (on && sms == 132 && slots == 528) CHECK(r.choice.num_splits == 16);  // H200: the trim acts
+    if (!on) CHECK(r.choice.num_splits == blind);
   }
 }
 
