@@ -440,15 +440,15 @@ bool d256_row_groups(const AttnParams& p, const DeviceFacts& f, int rows) {
                                        detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format),
                                        static_cast<int64_t>(f.l2_bytes));
 }
-// PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
-// fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
-// row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
 // PACKFA_TAIL_TRIM (default on): decision "batch-tail-trim" (split_plan.hpp) for batches
 // planned by the blind rule; =0 keeps that rule's count, for A/B.
 bool tail_trim() {
   static const bool on = env_switch("PACKFA_TAIL_TRIM", true);
   return on;
 }
+// PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
+// fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
+// row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
 bool combine_cols() {
   static const bool on = env_switch("PACKFA_COMBINE_COLS", true);
   return on;
