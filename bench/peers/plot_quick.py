@@ -73,9 +73,8 @@ def main():
     import matplotlib.pyplot as plt
 
     names, sp, tg = bars_of(d)
-    rows = names
     fig, ax = plt.subplots(figsize=(12, 5))
-    xs = range(len(rows))
+    xs = range(len(names))
     bars = ax.bar(xs, sp, color=["C2" if s >= t else "C3" for s, t in zip(sp, tg)], label="packfa / best SDPA fp16")
     for x, t in zip(xs, tg):
         ax.hlines(t, x - 0.25, x + 0.25, color="k", lw=1.5, label="target: 0.9 x bytes ratio" if x == 0 else None)

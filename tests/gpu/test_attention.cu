@@ -263,6 +263,16 @@ TEST_CASE("short, tile-edge and mixed-length sequences", "[attention][switches]"
   check(c, 7);
 }
 
+// The split count of the blind batch rule (lengths on the device only): ceil(4 x SMs / blocks a
+// split), at most one split a 128 keys, the last round trimmed unless PACKFA_TAIL_TRIM=0
+// (split_plan.hpp), then recounted from the 32-key-rounded split length, as plan() does.
+int64_t blind_splits(int sms, int64_t base_blocks, int64_t max_kv, int64_t slots) {
+  int64_t want = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (max_kv + 127) / 128);
+  if (switch_on("PACKFA_TAIL_TRIM", true)) want = detail::trim_tail_round(want, base_blocks, slots);
+  const int64_t len = ((max_kv + want - 1) / want + 31) / 32 * 32;
+  return (max_kv + len - 1) / len;
+}
+
 // The decode A/B switches (src/dispatch.cu; off by default, all on in
 // gpu_test_attention_switches_on): what KernelChoice reports follows the environment, and
 // the switched paths stay accurate.
@@ -287,10 +297,7 @@ TEST_CASE("decode switches: split rounds, column combine", "[attention][switches
     if (rounds) {
       CHECK(r.choice.num_splits * base_blocks <= 4LL * sms);
     } else {
-      int64_t want = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (4096 + 127) / 128);
-      if (switch_on("PACKFA_TAIL_TRIM", true)) want = detail::trim_tail_round(want, base_blocks, r.choice.resident_slots);
-      const int64_t len = ((4096 + want - 1) / want + 31) / 32 * 32;
-      CHECK(r.choice.num_splits == (4096 + len - 1) / len);
+      CHECK(r.choice.num_splits == blind_splits(sms, base_blocks, 4096, r.choice.resident_slots));
     }
   }
   {  // one sequence: the planner's one-round rule, whatever the switch
@@ -424,11 +431,9 @@ TEST_CASE("batch planner: the blind rule's last round is trimmed", "[attention]"
     const int64_t base_blocks = 4LL * 8 * r.choice.row_groups;
     const int64_t blind = std::min<int64_t>((4LL * sms + base_blocks - 1) / base_blocks, (32768 + 127) / 128);
     const int64_t slots = r.choice.resident_slots;
-    const int64_t want = on ? detail::trim_tail_round(blind, base_blocks, slots) : blind;
-    const int64_t len = ((32768 + want - 1) / want + 31) / 32 * 32;
     INFO("uniform=" << uniform << " ran " << r.kernel << " sms=" << sms << " slots=" << slots << " blind=" << blind);
     REQUIRE(slots > 0);
-    CHECK(r.choice.num_splits == (32768 + len - 1) / len);
+    CHECK(r.choice.num_splits == blind_splits(sms, base_blocks, 32768, slots));
     if (on && sms == 132 && slots == 528) CHECK(r.choice.num_splits == 16);  // H200: the trim acts
     if (!on) CHECK(r.choice.num_splits == blind);
   }
