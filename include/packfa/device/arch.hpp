@@ -331,6 +331,37 @@ PACKFA_DEV void copy_async(void* smem, const void* gmem) {
 #endif
 }
 
+// The same copy to a shared-space address the caller already holds (shared_addr_kept); the
+// generic pointer serves the targets without cp.async.
+template <int bytes>
+PACKFA_DEV void copy_async(void* smem, uint32_t saddr, const void* gmem) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  (void)smem;
+  if constexpr (bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(saddr), "l"(gmem), "n"(bytes) : "memory");
+#else
+  (void)saddr;
+  copy_async<bytes>(smem, gmem);
+#endif
+}
+// A shared-memory pointer's shared-space address, computed here once and kept in a register by
+// the caller. Decision "shared-base-kept": from plain pointers NVVM re-materialises the
+// `extern __shared__` symbol's address at each copy (22 times in the D 128 4-row q4_0 kernel),
+// and on sm_90 ptxas turns each into an S2R SR_CgaCtaId (a CTA's shared window sits at its
+// cluster rank << 24) in front of the copy that needs it — 43650bd's kernel read it once. The
+// empty asm makes the value opaque, so it is not re-derived. 0 where there is no cp.async.
+PACKFA_DEV uint32_t shared_addr_kept(const void* p) {
+#if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm("" : "+r"(s));
+  return s;
+#else
+  (void)p;
+  return 0;
+#endif
+}
 PACKFA_DEV void copy_async_commit() {
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -22,9 +22,11 @@ namespace packfa::device {
 // HALVES (paged chunks, kv_view.hpp KvChunk): rows 16-31 are rows s16.. of g16 (their own
 // page, or the same page 16 rows on); a pass holds rows of one half (kRows divides 16), so
 // which pointer a pass reads is known at compile time, and a half's lane pointer costs one
-// multiply more than the contiguous one ((s + r)·stride).
+// multiply more than the contiguous one ((s + r)·stride). ssm: smem's shared-space address
+// (arch::shared_addr_kept), what the copies take.
 template <int ROW_BYTES, int PITCH, int W, bool HALVES = false>
-PACKFA_DEV void stage_rows_w(char* smem, const char* g, int s, const char* g16, int s16, int64_t stride, int nrows) {
+PACKFA_DEV void stage_rows_w(char* smem, uint32_t ssm, const char* g, int s, const char* g16, int s16, int64_t stride,
+                             int nrows) {
   static_assert(ROW_BYTES % W == 0, "row bytes must be a multiple of the copy width");
   constexpr int kPer = ROW_BYTES / W;           // pieces per row
   constexpr int kLanes = stage_lanes(kPer);     // lanes per row
@@ -43,6 +45,7 @@ PACKFA_DEV void stage_rows_w(char* smem, const char* g, int s, const char* g16, 
     src = g + r * stride + j * W;
   }
   char* dst = smem + r * PITCH + j * W;
+  const uint32_t sdst = ssm + r * PITCH + j * W;
   const int64_t pass_stride = kRows * stride;
   PACKFA_UNROLL
   for (int pass = 0; pass < kFaChunk / kRows; ++pass) {
@@ -56,7 +59,7 @@ PACKFA_DEV void stage_rows_w(char* smem, const char* g, int s, const char* g16, 
           if constexpr (W == 2) {
             *reinterpret_cast<uint16_t*>(d) = *reinterpret_cast<const uint16_t*>(sp);
           } else {
-            arch::copy_async<W>(d, sp);
+            arch::copy_async<W>(d, sdst + pass * kRows * PITCH + m * kLanes * W, sp);
           }
         }
       }
@@ -70,37 +73,38 @@ PACKFA_DEV void stage_rows_w(char* smem, const char* g, int s, const char* g16, 
 }
 // The widest copies the plane's alignment (`width` bytes, from the dispatcher) allows.
 template <int ROW_BYTES, int PITCH, bool HALVES = false>
-PACKFA_DEV void stage_rows(char* smem, const char* g, int s, const char* g16, int s16, int64_t stride, int nrows,
-                           int width) {
+PACKFA_DEV void stage_rows(char* smem, uint32_t ssm, const char* g, int s, const char* g16, int s16, int64_t stride,
+                           int nrows, int width) {
   if constexpr (ROW_BYTES % 16 == 0) {
-    if (width >= 16) return stage_rows_w<ROW_BYTES, PITCH, 16, HALVES>(smem, g, s, g16, s16, stride, nrows);
+    if (width >= 16) return stage_rows_w<ROW_BYTES, PITCH, 16, HALVES>(smem, ssm, g, s, g16, s16, stride, nrows);
   }
   if constexpr (ROW_BYTES % 8 == 0) {
-    if (width >= 8) return stage_rows_w<ROW_BYTES, PITCH, 8, HALVES>(smem, g, s, g16, s16, stride, nrows);
+    if (width >= 8) return stage_rows_w<ROW_BYTES, PITCH, 8, HALVES>(smem, ssm, g, s, g16, s16, stride, nrows);
   }
   if constexpr (ROW_BYTES % 4 == 0) {
-    if (width >= 4) return stage_rows_w<ROW_BYTES, PITCH, 4, HALVES>(smem, g, s, g16, s16, stride, nrows);
+    if (width >= 4) return stage_rows_w<ROW_BYTES, PITCH, 4, HALVES>(smem, ssm, g, s, g16, s16, stride, nrows);
   }
-  stage_rows_w<ROW_BYTES, PITCH, 2, HALVES>(smem, g, s, g16, s16, stride, nrows);
+  stage_rows_w<ROW_BYTES, PITCH, 2, HALVES>(smem, ssm, g, s, g16, s16, stride, nrows);
 }
 
 // BYTES of one row in W-byte copies.
 template <int BYTES, int W>
-PACKFA_DEV void copy_row_w(char* dst, const char* src) {
+PACKFA_DEV void copy_row_w(char* dst, uint32_t sdst, const char* src) {
   PACKFA_UNROLL
-  for (int o = 0; o < BYTES; o += W) arch::copy_async<W>(dst + o, src + o);
+  for (int o = 0; o < BYTES; o += W) arch::copy_async<W>(dst + o, sdst + o, src + o);
 }
-// One scale row of BYTES per lane (the lane's own key), widest copies the alignment allows.
+// One scale row of BYTES per lane (the lane's own key), widest copies the alignment allows;
+// sdst: dst's shared-space address.
 template <int BYTES>
-PACKFA_DEV void stage_scale_row(char* dst, const char* src, int width) {
+PACKFA_DEV void stage_scale_row(char* dst, uint32_t sdst, const char* src, int width) {
   if constexpr (BYTES % 16 == 0) {
-    if (width >= 16) return copy_row_w<BYTES, 16>(dst, src);
+    if (width >= 16) return copy_row_w<BYTES, 16>(dst, sdst, src);
   }
   if constexpr (BYTES % 8 == 0) {
-    if (width >= 8) return copy_row_w<BYTES, 8>(dst, src);
+    if (width >= 8) return copy_row_w<BYTES, 8>(dst, sdst, src);
   }
   if constexpr (BYTES % 4 == 0) {
-    if (width >= 4) return copy_row_w<BYTES, 4>(dst, src);
+    if (width >= 4) return copy_row_w<BYTES, 4>(dst, sdst, src);
   }
   PACKFA_UNROLL
   for (int o = 0; o + 1 < BYTES; o += 2)
@@ -115,6 +119,7 @@ template <class T, bool PAGED>
 struct ChunkStager {
   const FaKernelParams& p;
   WaveSmem<T> ws;
+  uint32_t sws;  // ws.base's shared-space address (arch::shared_addr_kept)
   int b, lo, hi;
   bool b16;  // K scale blocks of 16
   const char *kbase, *ksbase, *vbase, *vsbase;  // the planes of this (sequence, KV head)
@@ -126,7 +131,8 @@ struct ChunkStager {
     const char* ksbase = p.ks + bseq * p.ks_seq + static_cast<int64_t>(kvh) * p.ks_head;
     const char* vbase = p.v + bseq * p.v_seq + static_cast<int64_t>(kvh) * p.v_head;
     const char* vsbase = p.vs + bseq * p.vs_seq + static_cast<int64_t>(kvh) * p.vs_head;
-    return ChunkStager{p, ws, b, lo, hi, p.k_block == 16, kbase, ksbase, vbase, vsbase, KvTableWindow{}};
+    return ChunkStager{p,      ws,     arch::shared_addr_kept(ws.base), b, lo, hi, p.k_block == 16, kbase, ksbase, vbase,
+                       vsbase, KvTableWindow{}};
   }
 
   // The chunk's rows [0, n): K and V rows from rows s.. of krow / vrow (rows one slot stride
@@ -137,21 +143,23 @@ struct ChunkStager {
                              const char* vrow16, int s16, const char* ksrow, const char* vsrow) const {
     const int lane = arch::lane_id();
     const bool mine = lane < n;
-    stage_rows<T::kKRowBytes, T::kKPitch, HALVES>(st.k, krow, s, krow16, s16, p.k_slot, n, 16);
+    const auto sa = [&](const char* x) { return sws + static_cast<uint32_t>(x - ws.base); };  // shared address
+    stage_rows<T::kKRowBytes, T::kKPitch, HALVES>(st.k, sa(st.k), krow, s, krow16, s16, p.k_slot, n, 16);
     if constexpr (T::kQK != QKMode::f16) {
       // each lane copies its own key's scale row (2·D/B bytes)
       if (mine) {
         char* dst = st.ks + lane * T::kScalePitch;
         if (b16) {
-          stage_scale_row<2 * T::kD / 16>(dst, ksrow, p.ks_width);
+          stage_scale_row<2 * T::kD / 16>(dst, sa(dst), ksrow, p.ks_width);
         } else {
-          stage_scale_row<2 * T::kD / 32>(dst, ksrow, p.ks_width);
+          stage_scale_row<2 * T::kD / 32>(dst, sa(dst), ksrow, p.ks_width);
         }
       }
     }
-    stage_rows<T::kVRowBytes, T::kVPitch, HALVES>(st.v, vrow, s, vrow16, s16, p.v_slot, n, p.v_width);
+    stage_rows<T::kVRowBytes, T::kVPitch, HALVES>(st.v, sa(st.v), vrow, s, vrow16, s16, p.v_slot, n, p.v_width);
     if constexpr (T::kVF == VFormat::q8_0_planar) {  // each lane its own key's scale row
-      if (mine) stage_scale_row<2 * T::kD / 32>(st.vs + lane * T::kVScalePitch, vsrow, p.vs_width);
+      char* dst = st.vs + lane * T::kVScalePitch;
+      if (mine) stage_scale_row<2 * T::kD / 32>(dst, sa(dst), vsrow, p.vs_width);
     }
   }
   // Chunk `chunk` of the group into stage `stage`: rows from slot key0 on, or (paged) from the
