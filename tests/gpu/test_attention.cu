@@ -414,6 +414,76 @@ TEST_CASE("D = 256: 5-8 rows in 4-row groups while the cache fits L2", "[attenti
   }
 }
 
+// Decision "row-class-32" (fa_instances.hpp fa_has_row32, src/row_plan.hpp row32_pays): on
+// NVIDIA from cc 8.0, D = 128, int8 Q·K, contiguous caches and V other than bf16, 17-32 rows a
+// KV head run in one block of the 32-row class (more rows in groups of 32) when the cache is
+// past 1.5 x L2 (batches: 4 x); otherwise, and for bf16 V, the fp16-Q dot, other head dims and
+// paged caches, 16-row groups. The switches entry (PACKFA_ROW_CLASS_32=1) runs the small cases
+// below on the 32-row class against the reference, every score edit on a part-filled block;
+// the plain entry runs them as 16-row groups. The rule itself: planned over a cache past L2.
+TEST_CASE("32-row class: 17-32 rows in one block", "[attention][switches]") {
+  const DeviceInfo d = device_info(0);
+  const char* e = std::getenv("PACKFA_ROW_CLASS_32");
+  const bool forced = e && e[0] == '1', off = e && e[0] == '0';
+  const bool cc8 = d.cc_major >= 8;
+  struct Case {
+    int D;
+    VFormat vf;
+    DotMode dot;
+    int nq, H, G, kv;
+    bool built;  // the 32-row class exists for it
+    int groups32, groups16;
+  };
+  for (const Case& k : {Case{128, VFormat::q8_0, DotMode::int8, 8, 8, 2, 1500, true, 1, 2},  // 32 rows
+                        Case{128, VFormat::q4_0, DotMode::int8, 5, 8, 2, 777, true, 1, 2},   // 20 rows
+                        Case{128, VFormat::f16, DotMode::int8, 6, 12, 3, 1201, true, 1, 2},  // 24 rows
+                        Case{128, VFormat::q8_0_planar, DotMode::int8, 17, 4, 4, 900, true, 1, 2},
+                        Case{128, VFormat::q8_0, DotMode::int8, 16, 8, 2, 2000, true, 2, 4},  // 64 rows
+                        Case{128, VFormat::q8_0, DotMode::int8, 10, 12, 4, 1000, true, 1, 2},  // 30 rows
+                        Case{128, VFormat::bf16, DotMode::int8, 8, 8, 2, 1500, false, 2, 2},
+                        Case{128, VFormat::q8_0, DotMode::f16, 8, 8, 2, 1500, false, 2, 2},
+                        Case{96, VFormat::q8_0, DotMode::int8, 8, 8, 2, 1500, false, 2, 2}}) {
+    ProblemConfig c = base(k.D, k.vf, k.nq, k.H, k.G, k.kv);
+    c.dot = k.dot;
+    const Result r = check(c);
+    const bool want32 = forced && cc8 && k.built;
+    INFO("rows " << k.nq * k.H / k.G << " ran " << r.kernel);
+    CHECK(r.choice.rows_per_block == (want32 ? 32 : 16));
+    CHECK(r.choice.row_groups == (want32 ? k.groups32 : k.groups16));
+    if (want32) CHECK(r.choice.mma_qk);
+  }
+  const int want_small = forced && cc8 ? 32 : 16;
+  // every score edit, 28 of 32 rows
+  ProblemConfig c = base(128, VFormat::q8_0, 7, 8, 2, 1500);
+  c.window = 300;
+  c.mask = true;
+  c.softcap = 20.0f;
+  c.sinks = true;
+  c.alibi_max_bias = 8.0f;
+  c.explicit_q_pos = true;
+  CHECK(check(c).choice.rows_per_block == want_small);
+  c = base(128, VFormat::q4_0, 8, 8, 2, 1500);  // K scale blocks of 16
+  c.k_block = 16;
+  CHECK(check(c).choice.rows_per_block == want_small);
+  c = base(128, VFormat::q8_0, 8, 8, 2, 0);  // a batch of mixed lengths
+  c.batch = 3;
+  c.kv_lens = {3000, 17, 1200};
+  CHECK(check(c).choice.rows_per_block == want_small);
+  // the rule: 32 rows over one sequence's cache past 1.5 x L2 (2 KV heads, 544 bytes a key
+  // each), planned only; bf16 V there stays on 16-row groups
+  int l2 = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  REQUIRE(l2 > 0);
+  const int kv = static_cast<int>(1.5 * l2 / (2 * 272)) + 4096;
+  for (VFormat vf : {VFormat::q8_0, VFormat::bf16}) {
+    const KernelChoice ch = planned(base(128, vf, 8, 8, 2, kv));
+    const bool want32 = cc8 && !off && vf != VFormat::bf16;
+    INFO("kv " << kv << " (L2 " << l2 << " bytes): " << ch.name);
+    CHECK(ch.rows_per_block == (want32 ? 32 : 16));
+    CHECK(ch.row_groups == (want32 ? 1 : 2));
+  }
+}
+
 // Decision "batch-tail-trim" (src/split_plan.hpp): lengths on the device only, the blind
 // rule's ceil(4 x SMs / blocks per split) splits lose a last round that is at most an eighth
 // full. D 256, 32/8 heads, batch 4 x 32k (4-row class; an H200 holds 4 blocks an SM: 528
