@@ -112,6 +112,8 @@ def sweep_cases():
         cs.append(case("nq %d, kv 32k, q8_0_planar V" % nq, "nq_planar", nq=nq, v="q8_0_planar"))
     for nq in (1, 2, 4, 8, 16):
         cs.append(case("nq %d, kv 4k" % nq, "nq4k", nq=nq, kv=4096))
+    for nq in (4, 6, 8):  # 16-24-32 rows a KV head past L2 (decision "row-class-32")
+        cs.append(case("nq %d, kv 128k" % nq, "nq128k", nq=nq, kv=131072))
     cs += [case("D 64, kv 32k, f16 V", "d", D=64, v="f16"),
            case("D 80, kv 32k, f16 V (block 16)", "d", D=80, v="f16"),
            case("D 128, kv 32k, f16 V", "d", v="f16"),
@@ -763,7 +765,7 @@ def write_plots(prefix, rows):
     figure("-batch.png", "decode batches, D 128, 32/8 heads, q8_0 V (dashed: lengths kv/4..kv, SDPA padded to kv)",
            {"batch": "-", "batch_varied": "--", "batch32k": "-."}, std, "batch", "batch", True)
     figure("-nq.png", "query rows per sequence (MTP / speculative), D 128, 32/8 heads",
-           {"nq": "-", "nq_planar": "--", "nq4k": "-."}, std, "nq", "nq", False)
+           {"nq": "-", "nq_planar": "--", "nq4k": "-.", "nq128k": ":"}, std, "nq", "nq", False)
     return made
 
 
@@ -788,6 +790,8 @@ def series_of(c):
         return "kv 32k q8_0_planar V"
     if c["group"] == "nq4k":
         return "kv 4k q8_0 V"
+    if c["group"] == "nq128k":
+        return "kv 128k q8_0 V"
     return c["group"]
 
 
