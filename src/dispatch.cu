@@ -292,7 +292,6 @@ PrefillPick prefill_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, in
 // builds without that instance and for PACKFA_WGMMA_SPLIT=0.
 // PACKFA_ROWS_SPLIT (read once): 0 off, 1 every call with more than 16 rows a KV head (tests),
 // unset the rule.
-constexpr int kRowsSplitAbove = 16;  // rows a KV head past the 16-row class: the rows split's domain
 int rows_split_mode() {
   static const int mode = [] {
     const char* e = std::getenv("PACKFA_ROWS_SPLIT");
@@ -432,23 +431,6 @@ bool split_rounds() {
   static const bool on = env_switch("PACKFA_SPLIT_ROUNDS");
   return on;
 }
-// Decision "row-class-32" (fa_instances.hpp fa_has_row32, src/row_plan.hpp row32_pays): 17-32
-// rows in one block of the 32-row class where it is built, the device has tensor-core scores
-// (cc >= 8.0) and the cache is large against L2; otherwise 16-row groups.
-// PACKFA_ROW_CLASS_32 (read once): 0 never, 1 wherever usable (tests), unset the rule.
-bool row32_allowed(const AttnParams& p, const DeviceFacts& f, int rows) {
-  static const int mode = [] {
-    const char* e = std::getenv("PACKFA_ROW_CLASS_32");
-    return !e || !e[0] ? 0 : e[0] == '0' ? -1 : 1;
-  }();
-  if (mode != 0) return mode > 0;
-  return detail::row32_pays(rows, p.batch, p.n_kv_heads, p.max_kv_len,
-                            detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format),
-                            static_cast<int64_t>(f.l2_bytes));
-}
-bool row_class_usable(const FaInstance& e, const DeviceFacts& f, bool allow32) {
-  return e.kernel && (e.rows_per_block <= 16 || (allow32 && f.cc_major >= 8));
-}
 // Decision "d256-row-groups" (src/row_plan.hpp): at D = 256, 5-8 rows run as groups of the
 // 4-row class while the cache fits L2. PACKFA_D256_ROW_GROUPS=0 (read once) keeps the wide
 // class, for A/B.
@@ -512,7 +494,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       return Status::Ok();
     }
   }
-  if (rows > kRowsSplitAbove) {
+  if (rows > kRowClasses[kNumRowClasses - 1]) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
     if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
@@ -526,19 +508,21 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   const int layout = p.paged.page_size > 0 ? 1 : 0;
   const auto& row_table =
       registry().table[layout][static_cast<int>(qk)][head_dim_index(p.head_dim)][static_cast<int>(p.v.format)];
-  // Too many rows for every usable class: groups of the widest usable one.
+  int rclass = kNumRowClasses - 1;
+  for (int i = 0; i < kNumRowClasses; ++i) {
+    if (rows <= kRowClasses[i] && row_table[i].kernel) {
+      rclass = i;
+      break;
+    }
+  }
   DeviceFacts f;
   PACKFA_TRY(device_facts(device, &f));
-  const bool allow32 = rows > 16 && row32_allowed(p, f, rows);
-  int rclass = -1;
-  for (int i = 0; i < kNumRowClasses && rclass < 0; ++i)
-    if (rows <= kRowClasses[i] && row_class_usable(row_table[i], f, allow32)) rclass = i;
-  for (int i = kNumRowClasses - 1; i >= 0 && rclass < 0; --i)
-    if (row_class_usable(row_table[i], f, allow32)) rclass = i;
-  if (rclass < 0) rclass = rows <= kRowClasses[0] ? 0 : 1;  // none compiled: named in the error below
   if (rclass > 0 && row_table[rclass].rows_per_block == 16 && row_table[0].kernel && d256_row_groups(p, f, rows))
     rclass = 0;
   const FaInstance* inst = &row_table[rclass];
+  if (!inst->kernel) {  // fall back to any compiled row class
+    for (int i = 0; i < kNumRowClasses && !inst->kernel; ++i) inst = &row_table[i];
+  }
   auto name = [&] {
     return std::string("fa<d") + std::to_string(p.head_dim) + "," + vf_name(p.v.format) + "," + qk_name(qk) + ",r" +
            std::to_string(inst->rows_per_block ? inst->rows_per_block : kRowClasses[rclass]) +

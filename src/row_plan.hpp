@@ -1,6 +1,5 @@
-// row_plan.hpp — which row class serves a call's rows where more than one could: groups of the
-// 4-row class instead of the D = 256 wide class (decision "d256-row-groups"), one block of the
-// 32-row class instead of two 16-row groups (decision "row-class-32"); both in bench/NOTES.md.
+// row_plan.hpp — when the decode kernel serves a call's rows in groups of the 4-row class
+// instead of one block of the wide class (decision "d256-row-groups" in bench/NOTES.md).
 //
 // At D = 256 with the int8 dot the wide class holds 16 rows a block (255 registers x 64
 // threads: 8 warps an SM on the H200). For 5-8 rows two groups of the 4-row class ran faster
@@ -33,25 +32,6 @@ inline bool d256_row_groups(int head_dim, int rows, int64_t batch, int64_t kv_he
   const double cache = static_cast<double>(batch) * static_cast<double>(kv_heads) * static_cast<double>(max_kv) *
                        static_cast<double>(bytes_per_key);  // up to ~2^65: no int64 product
   return cache <= static_cast<double>(l2_bytes);
-}
-
-// Decision "row-class-32": whether 17-32 rows (D = 128) run in one block of the 32-row class
-// rather than as 16-row groups. One block reads the cache once, but its chunk work is twice a
-// 16-row block's at the same residency (2 blocks an SM), so it pays only when the second 16-row
-// group would read the cache from DRAM again: H200, 32 / 8 heads, q8_0 V, nq 8 (32 rows),
-// 16-row groups -> 32-row class (us), cache = batch x KV heads x kv x bytes a key against the
-// 60 MiB of L2: one sequence kv 4k 17.7 -> 24.3, 32k (1.13 x L2) 52.1 -> 56.5, 48k (1.70 x)
-// 70.1 -> 67.6, 64k (2.27 x) 88.9 -> 81.6, 128k (4.5 x) 162.2 -> 132.8 (q4_0 141.5 -> 102.1,
-// f16 V 176.1 -> 134.5); batches (the blind batch rule gives the 32-row blocks more splits)
-// need more: 4 x 16k and 16 x 4k (2.27 x) 88.7 -> 94.1 and 93.2 -> 98.2, 2 x 32k 98.1 ->
-// 90.9, 4 x 32k and 16 x 8k (4.5 x) 152.6 -> 146.3 and 147.8 -> 142.1, 8 x 32k 259.0 -> 226.5.
-// So: one sequence past 1.5 x L2, batches past 4 x L2.
-inline bool row32_pays(int rows, int64_t batch, int64_t kv_heads, int64_t max_kv, int64_t bytes_per_key,
-                       int64_t l2_bytes) {
-  if (rows <= 16 || l2_bytes <= 0) return false;
-  const double cache = static_cast<double>(batch) * static_cast<double>(kv_heads) * static_cast<double>(max_kv) *
-                       static_cast<double>(bytes_per_key);
-  return cache > (batch == 1 ? 1.5 : 4.0) * static_cast<double>(l2_bytes);
 }
 
 }  // namespace packfa::detail

@@ -10,7 +10,6 @@ using packfa::KFormat;
 using packfa::VFormat;
 using packfa::detail::d256_row_groups;
 using packfa::detail::kv_bytes_per_key;
-using packfa::detail::row32_pays;
 
 namespace {
 constexpr int64_t kL2 = 60LL * 1024 * 1024;  // 62,914,560 bytes
@@ -48,28 +47,4 @@ TEST_CASE("row_plan: D 256, 5-8 rows in 4-row groups while the cache fits L2", "
   // no L2 size from the device: no groups; the largest products do not overflow
   CHECK_FALSE(d256_row_groups(256, 8, 1, 2, 4096, q8, 0));
   CHECK_FALSE(d256_row_groups(256, 8, 4096, 1024, INT32_MAX, 1088, kL2));
-}
-
-// Decision "row-class-32": 17-32 rows in one 32-row block when the cache is past 1.5 x L2 (one
-// sequence) or 4 x L2 (batches); D 128, 8 KV heads, q8_0 V: 272 bytes a key.
-TEST_CASE("row_plan: 32-row class only for caches well past L2", "[row_plan]") {
-  const int64_t q8 = 272;
-  REQUIRE(kv_bytes_per_key(128, KFormat::packed16, 32, VFormat::q8_0) == q8);
-  // the measured shapes (bench/NOTES.md, session 20): 32 rows, one sequence
-  CHECK_FALSE(row32_pays(32, 1, 8, 4096, q8, kL2));    // 8.9 MB
-  CHECK_FALSE(row32_pays(32, 1, 8, 32768, q8, kL2));   // 71.3 MB = 1.13 x L2
-  CHECK(row32_pays(32, 1, 8, 49152, q8, kL2));         // 107 MB = 1.70 x
-  CHECK(row32_pays(32, 1, 8, 131072, q8, kL2));        // 285 MB
-  CHECK(row32_pays(20, 1, 8, 131072, q8, kL2));        // 20 rows
-  // the edge: 1.5 x L2 = 94,371,840 bytes = 43,369.4 keys of 8 heads
-  CHECK_FALSE(row32_pays(32, 1, 8, 43369, q8, kL2));
-  CHECK(row32_pays(32, 1, 8, 43370, q8, kL2));
-  // batches: past 4 x L2 (251,658,240 bytes)
-  CHECK_FALSE(row32_pays(32, 16, 8, 4096, q8, kL2));   // 142.6 MB
-  CHECK_FALSE(row32_pays(32, 4, 8, 16384, q8, kL2));   // 142.6 MB
-  CHECK(row32_pays(32, 4, 8, 32768, q8, kL2));         // 285 MB
-  CHECK(row32_pays(32, 16, 8, 8192, q8, kL2));         // 285 MB
-  // 16 rows or fewer are the 16-row class; no L2 figure: never
-  CHECK_FALSE(row32_pays(16, 1, 8, 131072, q8, kL2));
-  CHECK_FALSE(row32_pays(32, 1, 8, 131072, q8, 0));
 }

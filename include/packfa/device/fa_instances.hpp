@@ -28,7 +28,7 @@ constexpr int kNumQKModes = static_cast<int>(sizeof(kFaQKModes) / sizeof(kFaQKMo
 // Row classes: the dispatcher takes the first class whose bound holds the rows and that is
 // compiled (else any compiled class), and runs the rows in groups of the instance's
 // rows_per_block (fa_rows_per_block below: may be smaller than the bound).
-constexpr int kRowClasses[] = {4, 16, 32};
+constexpr int kRowClasses[] = {4, 16};
 constexpr int kNumRowClasses = static_cast<int>(sizeof(kRowClasses) / sizeof(kRowClasses[0]));
 static_assert(sizeof(kFaVFormats) / sizeof(kFaVFormats[0]) == kNumVFormats, "every V format in the table");
 
@@ -56,17 +56,8 @@ constexpr FaBackend kFaBackend = FaBackend::cuda;
 //  - paged caches at D = 256, int8 Q·K: no wide class (its 16 rows spilled 4-20 B on sm_75,
 //    whose lane path the same fatbin carries; 8 rows spill on the lane path too), so paged
 //    MTP rows at D = 256 run as groups of the 4-row class on NVIDIA.
-// The 32-row class (decision "row-class-32"): NVIDIA, D = 128, int8 Q·K, contiguous caches,
-// not bf16 V: 17-32 rows a KV head (MTP rows under GQA) in one block instead of two 16-row
-// groups, each of which staged and widened the same K / V chunks. Tensor-core scores only (sm_80+:
-// 242-255 registers, no spill; sm_75's lane path spilled 396 B, its kernel body traps and
-// the dispatcher never picks it there).
-constexpr bool fa_has_row32(FaBackend be, int d, VFormat vf, QKMode qk, bool paged) {
-  return be == FaBackend::cuda && d == 128 && qk == QKMode::packed16_int8 && vf != VFormat::bf16 && !paged;
-}
 constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int rclass, bool paged = false) {
   if (rclass == 0) return kRowClasses[0];
-  if (rclass == 2) return fa_has_row32(be, d, vf, qk, paged) ? 32 : 0;
   if (d < 256) return kRowClasses[rclass];
   if (be == FaBackend::hip) return 8;
   if (paged && qk == QKMode::packed16_int8) return 0;

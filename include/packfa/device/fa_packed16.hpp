@@ -47,23 +47,12 @@ namespace packfa::device {
 
 #if defined(PACKFA_BACKEND_CUDA) || defined(PACKFA_BACKEND_HIP)
 
-// The main loop of instances that no architecture of this pass may run (FaTraits::kTraps):
-// the kernel stops at once; the dispatcher never launches them.
-template <class T>
-struct TrapLoop {
-  PACKFA_DEV void init() { PACKFA_UNSUPPORTED(); }
-  PACKFA_DEV void load_q(const FaSmem<T>&) {}
-  PACKFA_DEV void chunk(const LoopCtx<T>&, const StageSmem&, int, int) {}
-  PACKFA_DEV void store(const FaSmem<T>&, int) const {}
-};
-
 // PAGED: K/V through block tables (kv_view.hpp, fa/kv_stage.hpp).
 template <int D, VFormat VF, QKMode QK, int RMAX, bool PAGED = false>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1)
     fa_split_kernel(const FaKernelParams p) {
   using T = FaTraits<D, VF, QK, RMAX>;
-  using MainLoop =
-      std::conditional_t<T::kTraps, TrapLoop<T>, std::conditional_t<T::kMmaQk, MmaLoop<T>, LaneLoop<T>>>;
+  using MainLoop = std::conditional_t<T::kMmaQk, MmaLoop<T>, LaneLoop<T>>;
   extern __shared__ __align__(16) char smem[];
   const FaSmem<T> sm{smem};
   const BlockRows br = block_rows<RMAX>(p);

@@ -58,9 +58,6 @@ struct FaTraits {
   }
   static constexpr bool kMmaQk = mma_qk_if(arch::kHasMmaF16);
   static constexpr int kNt = (RMAX + 7) / 8;  // n-tiles of 8 query rows
-  // More than 16 rows only on tensor-core scores (the 32-row class, fa_instances.hpp
-  // fa_has_row32): the lane path's 32 rows spilled 396 B on sm_75, so that pass traps.
-  static constexpr bool kTraps = RMAX > 16 && !kMmaQk;
   // Work moves between splits (claim counters, chunk_source.hpp) in the instances where that
   // measured faster on the H200: 4-row classes, D <= 128, V other than q4_0 (q4_0: 68 -> 72 us
   // at kv = 128k; the 16-row class and D = 256 lost 2-9%; bench/NOTES.md, "work moves between
