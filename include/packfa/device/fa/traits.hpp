@@ -106,6 +106,8 @@ struct FaTraits {
   static_assert(L.fits, "shared memory over the per-block limit");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
   static_assert(RMAX % 4 == 0, "rows per block must be a multiple of 4");
+  // The tensor-core Q·K holds one 16-row m-tile (MmaLoop: a lane's scores are rows g, g + 8).
+  static_assert(!mma_qk_if(true) || RMAX <= 16, "tensor-core scores serve at most 16 rows a block");
 };
 
 // Lanes that share one row of a global -> shared copy of `pieces` copies (kv_stage.hpp). Rows
