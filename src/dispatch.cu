@@ -446,6 +446,13 @@ bool tail_trim() {
   static const bool on = env_switch("PACKFA_TAIL_TRIM", true);
   return on;
 }
+// PACKFA_SHARE_LEN (default on): decision "splits-share-short-lengths" (fa/rows.hpp) in plans
+// made without host lengths; =0 keeps split_len for every group, for tests and A/B.
+bool share_len() {
+  static const bool on = env_switch("PACKFA_SHARE_LEN", true);
+  return on;
+}
+bool shares_len(const Plan& pl) { return !pl.prefill && !pl.one_round && pl.splits > 1 && share_len(); }
 // PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
 // fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
 // row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
@@ -762,6 +769,7 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
                                                                     : "block";
   out->split_rounds = pl.split_rounds;
   out->one_round = pl.one_round;
+  out->share_len = shares_len(pl);
   if (!pl.prefill) {
     int per_sm = 0;
     PACKFA_TRY(resident_blocks(pl.inst, device, &per_sm));
@@ -795,6 +803,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   kp.row_groups = pl.row_groups;
   kp.num_splits = pl.splits;
   kp.split_len = pl.split_len;
+  kp.share_len = shares_len(pl) ? 1 : 0;
   kp.q = p.q.data;
   kp.q_type = static_cast<int>(p.q.type);
   kp.q_seq = p.q.seq_stride;

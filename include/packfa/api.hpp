@@ -146,6 +146,9 @@ struct KernelChoice {
   // A/B switch, off unless its environment variable is set (=1; read once per process):
   bool split_rounds = false;  // PACKFA_SPLIT_ROUNDS: a batch's split count fills whole rounds of resident blocks
   bool one_round = false;     // the split count came from AttnParams::kv_len_host (one balanced round)
+  // Splits share a sequence's keys when it holds at most a quarter of the plan's (decision
+  // "splits-share-short-lengths", device/fa/rows.hpp): plans without kv_len_host; PACKFA_SHARE_LEN=0 turns it off.
+  bool share_len = false;
   // Blocks of the chosen decode instance the device holds at once (multiprocessors x resident
   // blocks each): the round the split rules count in. 0 for prefill kernels.
   int64_t resident_slots = 0;

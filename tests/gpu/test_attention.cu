@@ -446,6 +446,49 @@ TEST_CASE("batch planner: the blind rule's last round is trimmed", "[attention]"
 // is a CUDA graph on a workspace filled with 0xff. PACKFA_STEAL_STATIC=0 leaves 2 static
 // chunks per wave (most chunks move), 100 none. The q4_0, 16-row and D = 256 cases run the
 // static loop of the same source (their instances compile no counters).
+// Decision "splits-share-short-lengths" (device/fa/rows.hpp): a plan made without host lengths
+// cuts max_kv_len (the capacity here); a sequence of at most a quarter of it spreads its keys
+// over every split of its group. KernelChoice::share_len reports it (off in the switches entry,
+// PACKFA_SHARE_LEN=0, and for plans from kv_len_host); results against the reference either
+// way, with NaN in every slot past the lengths, for both main loops' row classes, D 64-256, a
+// batch of short and full sequences and a sliding window.
+TEST_CASE("splits share a short sequence's keys (capacity far above the length)", "[attention][switches]") {
+  const bool on = switch_on("PACKFA_SHARE_LEN", true);
+  struct Case {
+    int D;
+    VFormat vf;
+    int nq, H, G, capacity;
+    std::vector<int> lens;
+    int window;
+  };
+  const std::vector<Case> cases = {
+      {128, VFormat::q4_0, 1, 32, 8, 32768, {1000}, 0},
+      {128, VFormat::q8_0, 1, 32, 8, 65536, {4096}, 0},            // an instance with claim counters
+      {128, VFormat::q8_0_planar, 4, 32, 8, 32768, {777}, 0},      // 16 rows a KV head
+      {128, VFormat::f16, 1, 8, 2, 16384, {1, 33, 4000, 16384}, 0},  // short and full in one batch
+      {256, VFormat::q8_0, 1, 16, 2, 16384, {3000}, 0},
+      {64, VFormat::q4_0, 2, 8, 1, 16384, {8000}, 512},            // a window of 512 keys over 8000
+  };
+  for (bool host : {false, true}) {
+    for (const Case& k : cases) {
+      ProblemConfig c = base(k.D, k.vf, k.nq, k.H, k.G, 0);
+      c.batch = static_cast<int>(k.lens.size());
+      c.kv_lens = k.lens;
+      c.capacity = k.capacity;
+      c.window = k.window;
+      c.poison_unused = true;
+      g_host_lens = host;
+      const Result r = check(c);
+      g_host_lens = false;
+      INFO(describe(c) << " host lengths " << host << " ran " << r.kernel << " splits " << r.choice.num_splits
+                       << " one_round " << r.choice.one_round);
+      CHECK(r.choice.num_splits > 1);
+      CHECK(r.choice.share_len == (on && !r.choice.one_round));
+      if (!host) CHECK(r.choice.share_len == on);
+    }
+  }
+}
+
 TEST_CASE("work moves between splits through claim counters", "[attention][switches]") {
   // claims: whether the planner gave the call claim counters (KernelChoice::claims); the
   // instances built for it are the 4-row class with D <= 128 and V other than q4_0.

@@ -27,6 +27,7 @@ struct FaKernelParams {
   int row_groups;   // ceil(rows / rows_per_block)
   int num_splits;   // split-KV count (1: the split kernel writes the final output)
   int split_len;    // keys per split, a multiple of 32 (>= 32)
+  int share_len;    // 1: a group of at most a quarter of the plan's keys spreads them over every split (rows.hpp)
 
   // Q [b][i][h][d], element strides
   const void* q;

@@ -78,8 +78,16 @@ PACKFA_DEV void keys_seen_by_all(BlockKeys& k, const FaKernelParams& p) {
   k.all_hi = p.causal ? min(k.hi, k.pmin + 1) : k.hi;
 }
 
-// The group's keys [lo, hi) in chunks of 32 from lo; split s owns split_len / 32 of them, and
-// with claim counters waves may also take chunks of other splits (chunk_source.hpp).
+// The group's keys [lo, hi) in chunks of 32 from lo; split s owns per_split of them, and with
+// claim counters waves may also take chunks of other splits (chunk_source.hpp).
+// Decision "splits-share-short-lengths": a plan made without the lengths cuts max_kv_len into
+// split_len slices, so a group with far fewer keys (an engine's one-graph-for-all-lengths call,
+// a sliding window, the short sequences of a batch) would leave its keys to the first few
+// splits. With p.share_len, a group of at most a quarter of the plan's keys takes ceil(chunks /
+// splits) chunks a split instead: every split works. Longer groups keep split_len (H200: the
+// even share for every group cost batches of kv/4..kv at 4k 3-9%, the extra blocks' fixed
+// latency; the quarter bound leaves those as they were). Plans from host lengths
+// (kv_len_host) already fit their working blocks to one round: share_len = 0.
 template <bool CLAIMS, int CHUNK>
 PACKFA_DEV ChunkGroup chunk_group(const FaKernelParams& p, const BlockRows& br, int lo, int hi) {
   ChunkGroup g;
@@ -88,6 +96,8 @@ PACKFA_DEV ChunkGroup chunk_group(const FaKernelParams& p, const BlockRows& br, 
                  : nullptr;
   g.n_all = hi > lo ? (hi - lo + CHUNK - 1) / CHUNK : 0;
   g.per_split = p.split_len / CHUNK;
+  if (p.share_len && 4 * static_cast<int64_t>(g.n_all) <= static_cast<int64_t>(g.per_split) * p.num_splits)
+    g.per_split = max(1, (g.n_all + p.num_splits - 1) / p.num_splits);
   g.splits = p.num_splits;
   g.split = br.split;
   g.pool0 = p.pool0;
