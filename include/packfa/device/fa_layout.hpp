@@ -11,6 +11,19 @@ namespace packfa {
 constexpr int kFaChunk = 32;  // keys per wave iteration (lane = key in Q·K)
 constexpr int kFaChunkStateBytes = 32;  // per wave: device/chunk_source.hpp's ChunkGroup
 
+// Chunks each split of a (sequence, KV head) group owns when the group holds `chunks` 32-key
+// chunks: the plan's split_len / 32, or with `share` (decision "splits-share-short-lengths",
+// fa/rows.hpp) ceil(chunks / splits), at least 1, while the group holds at most a quarter of the
+// plan's chunks (splits x split_len / 32). Plain arithmetic: the kernel and the CPU test call it.
+constexpr int fa_split_chunks(int chunks, int split_len, int splits, bool share) {
+  const int plan = split_len / kFaChunk;
+  if (share && 4 * static_cast<int64_t>(chunks) <= static_cast<int64_t>(plan) * splits) {
+    const int even = (chunks + splits - 1) / splits;
+    return even > 1 ? even : 1;
+  }
+  return plan;
+}
+
 struct FaBudget {
   int stages;      // most stages per wave: 2 = cp.async double buffer (NVIDIA); 1 (RDNA: synchronous copies)
   int smem_limit;  // bytes of shared memory / LDS one block may use

@@ -84,10 +84,10 @@ PACKFA_DEV void keys_seen_by_all(BlockKeys& k, const FaKernelParams& p) {
 // split_len slices, so a group with far fewer keys (an engine's one-graph-for-all-lengths call,
 // a sliding window, the short sequences of a batch) would leave its keys to the first few
 // splits. With p.share_len, a group of at most a quarter of the plan's keys takes ceil(chunks /
-// splits) chunks a split instead: every split works. Longer groups keep split_len (H200: the
-// even share for every group cost batches of kv/4..kv at 4k 3-9%, the extra blocks' fixed
-// latency; the quarter bound leaves those as they were). Plans from host lengths
-// (kv_len_host) already fit their working blocks to one round: share_len = 0.
+// splits) chunks a split instead (fa_layout.hpp fa_split_chunks): every split works. Longer
+// groups keep split_len (H200: the even share for every group cost batches of kv/4..kv at 4k
+// 3-9%, the extra blocks' fixed latency; the quarter bound leaves those as they were). Plans
+// from host lengths (kv_len_host) already fit their working blocks to one round: share_len = 0.
 template <bool CLAIMS, int CHUNK>
 PACKFA_DEV ChunkGroup chunk_group(const FaKernelParams& p, const BlockRows& br, int lo, int hi) {
   ChunkGroup g;
@@ -95,9 +95,8 @@ PACKFA_DEV ChunkGroup chunk_group(const FaKernelParams& p, const BlockRows& br, 
                  ? p.claims + (static_cast<int64_t>(blockIdx.z) * p.n_kv_heads + br.kvh) * p.num_splits * kClaimStride
                  : nullptr;
   g.n_all = hi > lo ? (hi - lo + CHUNK - 1) / CHUNK : 0;
-  g.per_split = p.split_len / CHUNK;
-  if (p.share_len && 4 * static_cast<int64_t>(g.n_all) <= static_cast<int64_t>(g.per_split) * p.num_splits)
-    g.per_split = max(1, (g.n_all + p.num_splits - 1) / p.num_splits);
+  static_assert(CHUNK == kFaChunk, "fa_split_chunks counts 32-key chunks");
+  g.per_split = fa_split_chunks(g.n_all, p.split_len, p.num_splits, p.share_len != 0);
   g.splits = p.num_splits;
   g.split = br.split;
   g.pool0 = p.pool0;
