@@ -446,13 +446,12 @@ bool tail_trim() {
   static const bool on = env_switch("PACKFA_TAIL_TRIM", true);
   return on;
 }
-// PACKFA_SHARE_LEN (default on): decision "splits-share-short-lengths" (fa/rows.hpp) in plans
-// made without host lengths; =0 keeps split_len for every group, for tests and A/B.
-bool share_len() {
+// Decision "splits-share-short-lengths" (fa/rows.hpp): decode plans in splits made without host
+// lengths. PACKFA_SHARE_LEN=0 keeps split_len for every group, for tests and A/B.
+bool shares_len(const Plan& pl) {
   static const bool on = env_switch("PACKFA_SHARE_LEN", true);
-  return on;
+  return on && !pl.prefill && !pl.one_round && pl.splits > 1;
 }
-bool shares_len(const Plan& pl) { return !pl.prefill && !pl.one_round && pl.splits > 1 && share_len(); }
 // PACKFA_COMBINE_COLS (default on): more than kWarpCombineMaxSplits splits merge in
 // fa_combine_col_kernel (a block per row and 64 dims); =0: fa_combine_kernel (one block per
 // row). Chosen here and passed to launch_combine, so KernelChoice::combine names the kernel.
