@@ -7,6 +7,10 @@
 
 #include "packfa/device/fa/prefill_tiles.hpp"
 
+#ifndef PACKFA_PREFILL_SCALES_EARLY
+#define PACKFA_PREFILL_SCALES_EARLY 1
+#endif
+
 namespace packfa::device::prefill {
 // ---- scores -------------------------------------------------------------------------------------
 // One chain of N k16 steps (head-dim values 16·kk0 ..) of S = Q·K^T into acc, issued and committed.
@@ -54,20 +58,29 @@ PACKFA_DEV void qk_blocked(uint64_t qd0, uint64_t kd0, const float* ksf, const f
   if constexpr (kNb <= kAcc) issued();
 #pragma unroll
   for (int b = 0; b < kNb; ++b) {
+    // the block's scales are read before the wait (it clobbers memory, so the compiler keeps
+    // loads after it): their latency then runs under the chain (decision "prefill-scales-early")
+    float qd[2] = {1.0f, 1.0f};
+    float2 kd[kN / 8];
+    auto load_kd = [&] {
+      if constexpr (QK == QKMode::packed16_int8)  // rows r and r + 8 of Q's block scales [kM][(D + 31) / 32]
+        qd[0] = qd_row[b * kBlk / 32], qd[1] = qd_row[8 * ((L::kD + 31) / 32) + b * kBlk / 32];
+#pragma unroll
+      for (int j = 0; j < kN / 8; ++j) kd[j] = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
+    };
+    constexpr bool kEarly = PACKFA_PREFILL_SCALES_EARLY != 0;
+    if constexpr (kEarly) load_kd();
     if (b + 1 < kNb && kAcc == 2) wgmma::wait<1>();  // chain b done, b + 1 may run
     else wgmma::wait<0>();
 #pragma unroll
     for (int i = 0; i < kN / 2; ++i) hold(acc[b % kAcc][i]);
-    float qd[2] = {1.0f, 1.0f};
-    if constexpr (QK == QKMode::packed16_int8)  // rows r and r + 8 of Q's block scales [kM][(D + 31) / 32]
-      qd[0] = qd_row[b * kBlk / 32], qd[1] = qd_row[8 * ((L::kD + 31) / 32) + b * kBlk / 32];
+    if constexpr (!kEarly) load_kd();
 #pragma unroll
     for (int j = 0; j < kN / 8; ++j) {
-      const float2 kd = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        sv[4 * j + 2 * k] = fmaf(acc[b % kAcc][4 * j + 2 * k], kd.x * qd[k], sv[4 * j + 2 * k]);
-        sv[4 * j + 2 * k + 1] = fmaf(acc[b % kAcc][4 * j + 2 * k + 1], kd.y * qd[k], sv[4 * j + 2 * k + 1]);
+        sv[4 * j + 2 * k] = fmaf(acc[b % kAcc][4 * j + 2 * k], kd[j].x * qd[k], sv[4 * j + 2 * k]);
+        sv[4 * j + 2 * k + 1] = fmaf(acc[b % kAcc][4 * j + 2 * k + 1], kd[j].y * qd[k], sv[4 * j + 2 * k + 1]);
       }
     }
     if (b + kAcc < kNb) {

@@ -38,6 +38,9 @@
 #ifndef PACKFA_PREFILL_PINGPONG
 #define PACKFA_PREFILL_PINGPONG 1
 #endif
+#ifndef PACKFA_PREFILL_PV_OVERLAP
+#define PACKFA_PREFILL_PV_OVERLAP 1
+#endif
 
 namespace packfa::device::prefill {
 
@@ -237,11 +240,27 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   // dual: each arrives after its tile t when tile t + 1, the other's, exists).
   constexpr bool kPingPong = PACKFA_PREFILL_PINGPONG != 0;
   if (kPingPong && cw == 1 && n_tiles > 0) hopper::named_arrive(3, L::kConsumers);
+  // P·V of a tile is waited for only after the next tile's full-slot and ping-pong waits
+  // (decision "prefill-pv-overlap"), so it runs under them; P stays live until then, and the
+  // slot is freed there. (Waiting later, at the first Q·K wait, makes ptxas serialise the
+  // wgmma: C7514.)
+  constexpr bool kPvOverlap = PACKFA_PREFILL_PV_OVERLAP != 0;
+  int pv_slot = -1;  // the slot whose P·V may still run
+  uint32_t pf[kN / 16][4];
   float s[kN / 2];
   for (int t = dual ? cw : 0; t < n_tiles; t += dual ? 2 : 1) {
     const int t0 = lo + t * kN;
     hopper::mbar_wait(full + t % kS, (t / kS) & 1);
     if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
+    if (kPvOverlap) {  // the previous tile's P·V ran under the two waits above
+      wgmma::wait<0>();  // unconditional: a branch around it would put register copies of O before it
+#pragma unroll
+      for (int kk = 0; kk < kN / 16; ++kk)
+        hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) hold(o[i]);
+      if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
+    }
     auto issued = [&] {
       if (kPingPong && (t + 1 < n_tiles || (cw == 0 && !dual))) hopper::named_arrive(4 - cw, L::kConsumers);
     };
@@ -334,7 +353,6 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       }
     }
     // O += P·V
-    uint32_t pf[kN / 16][4];
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk) {
       pf[kk][0] = cvt_half2(s[8 * kk + 0], s[8 * kk + 1]);
@@ -348,7 +366,10 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     for (int kk = 0; kk < kN / 16; ++kk)  // k step kk: 16 keys, 256 bytes on (2048 swizzled)
       wgmma::mma_rs_tb<D>(o, pf[kk], vd0 + ((L::kSwizzle ? 2048 : 256) * kk >> 4));
     wgmma::commit();
-
+    if (kPvOverlap) {
+      pv_slot = t % kS;
+      continue;
+    }
     wgmma::wait<0>();  // P·V of t
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)
@@ -360,6 +381,15 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     // read without relying on a warp barrier (compute-sanitizer racecheck flagged the
     // lane-0-only arrival of each warp, session 11)
     hopper::mbar_arrive(empty + t % kS);
+  }
+  if (kPvOverlap) {  // the last tile's P·V
+    wgmma::wait<0>();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) hold(o[i]);
+    if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
   }
 
   pdl::launch_dependents();

@@ -55,28 +55,65 @@ PACKFA_DEV void widen16_i8(const uint4 q, uint32_t s2, uint32_t (&h)[8]) {
   }
 }
 
-// V values 16c .. 16c + 15 of one raw row of a ggml-style format as 8 fp16 pairs, by the
-// format's rule (docs/format.md). vr: the row; vsr: its scale row (q8_0_planar).
-template <VFormat VF>
-PACKFA_DEV void v_pairs16(const char* vr, const char* vsr, int c, uint32_t (&h)[8]) {
+// 16 bytes at a shared address that is 2 mod 4 (known at compile time: no alignment test).
+PACKFA_DEV uint4 ld16_mis2(const char* p) {
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(p - 2);
+  const uint32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4];
+  return make_uint4(arch::byte_perm(w0, w1, 0x5432), arch::byte_perm(w1, w2, 0x5432),
+                    arch::byte_perm(w2, w3, 0x5432), arch::byte_perm(w3, w4, 0x5432));
+}
+// The raw bytes of V values 16c .. 16c + 15 of one row of a ggml-style format and their block
+// scale, read apart from the widening (v_widen16) so that a batch of rows has its shared-memory
+// loads in flight together (decision "prefill-widen-batched"). kAlign: the data's address mod
+// 4 when the caller knows it (q8_0: 0 or 2), else -1 (tested at run time).
+struct VRaw16 {
+  uint4 q;
+  uint32_t s;
+};
+template <VFormat VF, int kAlign = -1>
+PACKFA_DEV VRaw16 v_load16(const char* vr, const char* vsr, int c) {
   static_assert(VF == VFormat::q8_0 || VF == VFormat::q4_0 || VF == VFormat::q8_0_planar, "blocked V formats");
+  VRaw16 r;
   if constexpr (VF == VFormat::q8_0_planar) {
-    widen16_i8(*reinterpret_cast<const uint4*>(vr + 16 * c), splat(ld_h16(vsr + 2 * (c / 2))), h);
+    r.q = *reinterpret_cast<const uint4*>(vr + 16 * c);
+    r.s = ld_h16(vsr + 2 * (c / 2));
   } else if constexpr (VF == VFormat::q8_0) {  // block c / 2: fp16 d, then 32 int8
     const char* blk = vr + (c / 2) * kQ8_0BlockBytes;
-    widen16_i8(ld16_a2(blk + 2 + 16 * (c & 1)), splat(ld_h16(blk)), h);
-  } else {  // q4_0: block c / 2: fp16 d, 16 bytes; element j low nibble of byte j, j + 16 high
+    const char* d = blk + 2 + 16 * (c & 1);
+    if constexpr (kAlign == 0) r.q = make_uint4(reinterpret_cast<const uint32_t*>(d)[0], reinterpret_cast<const uint32_t*>(d)[1],
+                                                reinterpret_cast<const uint32_t*>(d)[2], reinterpret_cast<const uint32_t*>(d)[3]);
+    else if constexpr (kAlign == 2) r.q = ld16_mis2(d);
+    else r.q = ld16_a2(d);
+    r.s = ld_h16(blk);
+  } else {  // q4_0: block c / 2: fp16 d, 16 bytes
     const char* blk = vr + (c / 2) * kQ4_0BlockBytes;
-    uint4 q = ld16_a2(blk + 2);
-    const uint32_t s = splat(ld_h16(blk));
+    r.q = ld16_a2(blk + 2);
+    r.s = ld_h16(blk);
+  }
+  return r;
+}
+// ... as 8 fp16 pairs, by the format's rule (docs/format.md).
+template <VFormat VF>
+PACKFA_DEV void v_widen16(VRaw16 r, int c, uint32_t (&h)[8]) {
+  const uint32_t s = splat(static_cast<uint16_t>(r.s));
+  if constexpr (VF == VFormat::q4_0) {  // element j low nibble of byte j, j + 16 high
     const int sh = 4 * (c & 1);
+    uint4 q = r.q;
     q.x = (q.x >> sh) & 0x0f0f0f0fu, q.y = (q.y >> sh) & 0x0f0f0f0fu;
     q.z = (q.z >> sh) & 0x0f0f0f0fu, q.w = (q.w >> sh) & 0x0f0f0f0fu;
     widen_n4(q.x, s, h[0], h[1]);
     widen_n4(q.y, s, h[2], h[3]);
     widen_n4(q.z, s, h[4], h[5]);
     widen_n4(q.w, s, h[6], h[7]);
+  } else {
+    widen16_i8(r.q, s, h);
   }
+}
+// V values 16c .. 16c + 15 of one raw row of a ggml-style format as 8 fp16 pairs. vr: the
+// row; vsr: its scale row (q8_0_planar).
+template <VFormat VF>
+PACKFA_DEV void v_pairs16(const char* vr, const char* vsr, int c, uint32_t (&h)[8]) {
+  v_widen16<VF>(v_load16<VF>(vr, vsr, c), c, h);
 }
 
 }  // namespace packfa::device
