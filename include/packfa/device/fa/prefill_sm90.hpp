@@ -14,9 +14,10 @@
 //   consumers (warpgroups 1, 2, 216 registers, 64 rows each) — wait for slot t full;
 //     scores: S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
 //            block, each exact integer block sum scaled as decode scales it ("prefill-exact-qk");
-//     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers); then
-//     mark the slot empty. The two consumer warpgroups take turns only at issuing their
-//     Q·K chains (decision "prefill-pingpong"), so one's softmax runs under the other's MMAs.
+//     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers), waited
+//     for after the next tile's barrier waits (decision "prefill-pv-overlap"); then mark the
+//     slot empty. The two consumer warpgroups take turns only at issuing their Q·K chains
+//     (decision "prefill-pingpong"), so one's softmax runs under the other's MMAs.
 // Key splits (decision "wgmma-split"): with p.num_splits > 1 each block takes a split of the
 // keys and writes decode's partials for the decode combine; with <= 64 rows a KV head both
 // consumer warpgroups take the same rows and alternate tiles (MTP rows, docs/prefill.md).

@@ -223,60 +223,42 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
     }
     put16<L::kSwizzle>(vt, kN, key, c, h);
   };
-  if constexpr (kItems % kT == 0 && !L::kF16K && D <= 128 && PACKFA_PREFILL_WIDEN_BATCHED != 0) {  // D 256: 56 producer registers
-    // Decision "prefill-widen-batched": two items' loads, then their widening and stores. The
-    // stores may alias the raw slot for all the compiler knows, so item by item every load
-    // waited for the previous item's stores (ncu: the producer's chains, not its issue slots,
-    // set the tile rate with q8_0 V). With kT = 2·kN an item's V block is its round
-    // (c = 2·round + tid / kN), so a q8_0 block's alignment is known at compile time.
+  if constexpr (kItems % kT == 0 && !L::kF16K && VF == VFormat::q8_0 && D <= 128 && D % 32 == 0 && kT == 2 * kN &&
+                PACKFA_PREFILL_WIDEN_BATCHED != 0) {
+    // Decision "prefill-widen-batched" (q8_0 V, head dims of 32s up to 128): two items' loads,
+    // then their widening and stores. The stores may alias the raw slot for all the compiler
+    // knows, so item by item every load waited for the previous item's stores. With kT = 2·kN
+    // an item's V block is its round (c = 2·round + tid / kN), so the block's alignment is
+    // known at compile time (no run-time test). Measured with the consumer changes only: f16 V
+    // got slower with this path (1-3%), so the other formats keep the item loop (docs/prefill.md).
     constexpr int kRounds = kItems / kT, kB = kRounds % 2 == 0 ? 2 : 1;
-    constexpr bool kRoundIsBlock = kT == 2 * kN && D % 32 == 0;
-    const int key = tid % kN, half = tid / kN;  // kT is a multiple of kN here
+    const int key = tid % kN, half = tid / kN;
     const char* kr = raw + L::kRawK + key * L::kKPitch;
     const char* vr = raw + L::kRawV + key * L::kVPitch;
     const char* ksr = raw + L::kRawKs + key * L::kKsPitch;
 #pragma unroll
     for (int r0 = 0; r0 < kRounds; r0 += kB) {
-      uint4 kq[kB], vq[kB][2];
-      uint32_t ks[kB], vs[kB];
+      uint4 kq[kB];
+      VRaw16 v[kB];
+      uint32_t ks[kB];
 #pragma unroll
       for (int j = 0; j < kB; ++j) {
-        const int c = (r0 + j) * (kT / kN) + half;
+        const int c = 2 * (r0 + j) + half;
         kq[j] = *reinterpret_cast<const uint4*>(kr + 16 * c);
         ks[j] = ((16 * c) & (k_block - 1)) == 0 ? ld_u16(ksr + 2 * ((16 * c) >> k_shift)) : 0u;
-        if constexpr (VF == VFormat::f16 || VF == VFormat::bf16) {
-          vq[j][0] = *reinterpret_cast<const uint4*>(vr + 32 * c);
-          vq[j][1] = *reinterpret_cast<const uint4*>(vr + 32 * c + 16);
-        } else {
-          constexpr int kAl = VF == VFormat::q8_0 && kRoundIsBlock ? -2 : -1;
-          VRaw16 v;
-          if constexpr (kAl == -2) {  // block r0 + j: data at 34·(r0 + j) + 2 (+ 16) of a 16-aligned row
-            if (((r0 + j) & 1) == 0) v = v_load16<VF, 2>(vr, nullptr, c);
-            else v = v_load16<VF, 0>(vr, nullptr, c);
-          } else {
-            v = v_load16<VF>(vr, raw + L::kRawVs + key * L::kVsPitch, c);
-          }
-          vq[j][0] = v.q, vs[j] = v.s;
-        }
+        // block r0 + j of a 16-aligned row: its data at 34·(r0 + j) + 2 (+ 16), 2 or 0 mod 4
+        if (((r0 + j) & 1) == 0) v[j] = v_load16<VF, 2>(vr, nullptr, c);
+        else v[j] = v_load16<VF, 0>(vr, nullptr, c);
       }
 #pragma unroll
       for (int j = 0; j < kB; ++j) {
-        const int c = (r0 + j) * (kT / kN) + half;
+        const int c = 2 * (r0 + j) + half;
         uint32_t h[8];
         widen16_i8<false>(kq[j], 0u, h);  // exact int8 values (decision "prefill-exact-qk")
         if (((16 * c) & (k_block - 1)) == 0)
           ksf[((16 * c) >> k_shift) * kN + key] = arch::half_to_float(static_cast<uint16_t>(ks[j]));
         put16<L::kSwizzle>(kt, kN, key, c, h);
-        if constexpr (VF == VFormat::f16) {
-          h[0] = vq[j][0].x, h[1] = vq[j][0].y, h[2] = vq[j][0].z, h[3] = vq[j][0].w;
-          h[4] = vq[j][1].x, h[5] = vq[j][1].y, h[6] = vq[j][1].z, h[7] = vq[j][1].w;
-        } else if constexpr (VF == VFormat::bf16) {
-          const uint32_t w[8] = {vq[j][0].x, vq[j][0].y, vq[j][0].z, vq[j][0].w, vq[j][1].x, vq[j][1].y, vq[j][1].z, vq[j][1].w};
-#pragma unroll
-          for (int e = 0; e < 8; ++e) h[e] = bf16x2_to_half2(w[e]);
-        } else {
-          v_widen16<VF>(VRaw16{vq[j][0], vs[j]}, c, h);
-        }
+        v_widen16<VF>(v[j], c, h);
         put16<L::kSwizzle>(vt, kN, key, c, h);
       }
     }
