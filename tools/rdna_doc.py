@@ -42,10 +42,12 @@ def target_cells(per_target, targets):
 
 
 def parse_fa(name):
-    m = re.search(r"fa_split_kernel<(\d+), \(packfa::VFormat\)(\d), \(packfa::QKMode\)(\d), (\d+)>", name)
+    """(D, V, Q·K, rows) and whether the instance reads a paged cache (the template's last flag)."""
+    m = re.search(r"fa_split_kernel<(\d+), \(packfa::VFormat\)(\d), \(packfa::QKMode\)(\d), (\d+)(?:, (true|false))?>",
+                  name)
     if not m:
         return None
-    return int(m.group(1)), VNAMES[int(m.group(2))], QNAMES[int(m.group(3))], int(m.group(4))
+    return (int(m.group(1)), VNAMES[int(m.group(2))], QNAMES[int(m.group(3))], int(m.group(4))), m.group(5) == "true"
 
 
 def main():
@@ -67,6 +69,7 @@ def main():
     layout = {(l["head_dim"], l["v"], l["qk"], l["rows"]): l for l in json.load(open(a.layout)) if l["backend"] == "hip"}
     sources = a.source or [", ".join(a.isa)]
     rows = {}
+    paged = {}  # paged-cache instances (the same stages over the paged KV view)
     other = {}
     for k in kernels:
         key = parse_fa(k.get("demangled", ""))
@@ -74,7 +77,8 @@ def main():
             short = re.sub(r"\(.*", "", k.get("demangled", k["kernel"])).replace("void packfa::device::", "")
             other.setdefault(short, {})[k["target"]] = k
         else:
-            rows.setdefault(key, {})[k["target"]] = k
+            key, is_paged = key
+            (paged if is_paged else rows).setdefault(key, {})[k["target"]] = k
     out = []
     w = out.append
     w("# packfa on RDNA3 / RDNA3.5 / RDNA4: compiled, not measured")
@@ -131,6 +135,17 @@ def main():
         cells, scratch = target_cells(rows[key], targets)
         w(f"| {d} | {v} | {q} | {r} | {lay['waves'] if lay else '?'} | {lay['smem_bytes'] if lay else '?'} | "
           f"{by_lds(lay)} | " + " | ".join(cells) + f" | {scratch} |")
+    if paged:
+        w("")
+        w("Paged-cache instances (the same stages over the paged KV view; the library's instance set,")
+        w("launch sizes as the contiguous instance's):")
+        w("")
+        w("| D | V | Q·K | rows | " + " | ".join(targets) + " | scratch |")
+        w("|" + "---|" * (5 + len(targets)))
+        for key in sorted(paged, key=lambda k: (k[0], VNAMES.index(k[1]), QNAMES.index(k[2]), k[3])):
+            d, v, q, r = key
+            cells, scratch = target_cells(paged[key], targets)
+            w(f"| {d} | {v} | {q} | {r} | " + " | ".join(cells) + f" | {scratch} |")
     def count_over(big, pick):
         n = m = 0
         for key, per in rows.items():
