@@ -33,6 +33,7 @@
 
 #include "packfa/device/fa/hopper_sync.hpp"
 #include "packfa/device/fa/prefill_qk.hpp"
+#include "packfa/device/fa/prefill_rows.hpp"
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/pdl.hpp"
 
@@ -44,14 +45,6 @@
 #endif
 
 namespace packfa::device::prefill {
-
-// Per accumulator row: where its token sits and what edits its scores get.
-struct PrefillRow {
-  int qi, h, pos;         // token, query head, position (valid rows: qi < nq)
-  float slope, mask_mul;
-  float slope_pos;        // AlibiMode::position: slope (else 0)
-  const uint16_t* mask;   // the row's mask (key 0), or null
-};
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
 __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams p) {
@@ -249,17 +242,20 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   int pv_slot = -1;  // the slot whose P·V may still run
   uint32_t pf[kN / 16][4];
   float s[kN / 2];
+  auto pv_wait = [&] {  // P·V done: P and O stay where the asynchronous MMA left them
+    wgmma::wait<0>();
+#pragma unroll
+    for (int kk = 0; kk < kN / 16; ++kk)
+      hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) hold(o[i]);
+  };
   for (int t = dual ? cw : 0; t < n_tiles; t += dual ? 2 : 1) {
     const int t0 = lo + t * kN;
     hopper::mbar_wait(full + t % kS, (t / kS) & 1);
     if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
     if (kPvOverlap) {  // the previous tile's P·V ran under the two waits above
-      wgmma::wait<0>();  // unconditional: a branch around it would put register copies of O before it
-#pragma unroll
-      for (int kk = 0; kk < kN / 16; ++kk)
-        hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) hold(o[i]);
+      pv_wait();  // unconditional: a branch around it would put register copies of O before it
       if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
     }
     auto issued = [&] {
@@ -371,12 +367,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       pv_slot = t % kS;
       continue;
     }
-    wgmma::wait<0>();  // P·V of t
-#pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk)
-      hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) hold(o[i]);
+    pv_wait();  // P·V of t
     // every consumer thread arrives after its own reads of the slot (its K scales): a release
     // per reading thread, so the producer's next writes to the slot are ordered after each
     // read without relying on a warp barrier (compute-sanitizer racecheck flagged the
@@ -384,62 +375,12 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     hopper::mbar_arrive(empty + t % kS);
   }
   if (kPvOverlap) {  // the last tile's P·V
-    wgmma::wait<0>();
-#pragma unroll
-    for (int kk = 0; kk < kN / 16; ++kk)
-      hold(pf[kk][0]), hold(pf[kk][1]), hold(pf[kk][2]), hold(pf[kk][3]);
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) hold(o[i]);
+    pv_wait();
     if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
   }
 
   pdl::launch_dependents();
-  // epilogue: sinks, normalise, write O and LSE
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
-    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
-    const PrefillRow ri = s_rows[my_row + 8 * k];
-    float scale_o = 1.0f;
-    const bool valid = ri.qi < p.nq;
-    if (split_out) {  // the partial: O unnormalised, (m, l) in log2 units, as decode's write_rows
-      if (!valid) continue;
-      const int64_t prow = ((static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.h) * parts + (dual ? 2 * split + cw : split);
-      float* po = p.part_o + prow * D + 2 * (lane % 4);
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j) *reinterpret_cast<float2*>(po + 8 * j) = make_float2(o[4 * j + 2 * k], o[4 * j + 2 * k + 1]);
-      if (lane % 4 == 0) *reinterpret_cast<float2*>(p.part_ml + prow * 2) = make_float2(m[k], l[k]);
-      continue;
-    }
-    if (p.sinks && valid) {
-      const float sk = p.sinks[ri.h] * kLog2e;
-      const float mf = fmaxf(m[k], sk);
-      const float c = arch::exp2_fast(m[k] - mf);
-      l[k] = l[k] * c + arch::exp2_fast(sk - mf);
-      scale_o = c;
-      m[k] = mf;
-    }
-    const float inv = l[k] > 0.0f ? scale_o / l[k] : 0.0f;
-    if (!valid) continue;
-    const int64_t ob = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(ri.qi) * p.o_row +
-                       static_cast<int64_t>(ri.h) * p.o_head;
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      const int d = 8 * j + 2 * (lane % 4);
-      const float a = o[4 * j + 2 * k] * inv, c = o[4 * j + 2 * k + 1] * inv;
-      if (p.o_type == static_cast<int>(DType::f32)) {
-        *reinterpret_cast<float2*>(static_cast<float*>(p.o) + ob + d) = make_float2(a, c);
-      } else if (p.o_type == static_cast<int>(DType::f16)) {
-        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) = cvt_half2(a, c);
-      } else {
-        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) =
-            static_cast<uint32_t>(arch::float_to_bf16(a)) | (static_cast<uint32_t>(arch::float_to_bf16(c)) << 16);
-      }
-    }
-    if (p.lse && lane % 4 == 0)
-      p.lse[(static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.h] =
-          l[k] > 0.0f ? (m[k] + log2f(l[k])) * 0.6931471805599453f : -INFINITY;
-  }
+  write_prefill_rows<D>(p, s_rows, my_row, lane, b, dual ? 2 * split + cw : split, split_out, o, m, l);
 }
 
 }  // namespace packfa::device::prefill

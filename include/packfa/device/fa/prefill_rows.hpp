@@ -1,0 +1,78 @@
+// packfa/device/fa/prefill_rows.hpp — the query rows of a Hopper prefill block: what each
+// accumulator row is (PrefillRow: token, head, position, edits; one table entry a row in shared
+// memory) and how the rows leave the block (write_prefill_rows: sinks, normalisation, O and LSE, or the
+// decode combine's partials under key splits). Used by fa/prefill_sm90.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "packfa/device/arch.hpp"
+#include "packfa/device/fa/prefill_tiles.hpp"
+#include "packfa/device/fa_params.hpp"
+#include "packfa/format.hpp"
+
+namespace packfa::device::prefill {
+
+// Per accumulator row: where its token sits and what edits its scores get.
+struct PrefillRow {
+  int qi, h, pos;         // token, query head, position (valid rows: qi < nq)
+  float slope, mask_mul;
+  float slope_pos;        // AlibiMode::position: slope (else 0)
+  const uint16_t* mask;   // the row's mask (key 0), or null
+};
+
+// A consumer thread's two rows (my_row, my_row + 8) at the end of the key loop: O (the wgmma
+// accumulator layout of 64 x D), the running max m and sum l (log2 units, per-thread sums).
+// split_out: write partial `part` of p.num_splits (O unnormalised, (m, l)) for the decode
+// combine; else sinks, O / l in the output type, LSE.
+template <int D>
+PACKFA_DEV void write_prefill_rows(const FaKernelParams& p, const PrefillRow* s_rows, int my_row, int lane, int b, int part,
+                           bool split_out, float (&o)[D / 2], float (&m)[2], float (&l)[2]) {
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
+    l[k] += __shfl_xor_sync(0xffffffffu, l[k], 2);
+    const PrefillRow ri = s_rows[my_row + 8 * k];
+    float scale_o = 1.0f;
+    const bool valid = ri.qi < p.nq;
+    if (split_out) {  // the partial: O unnormalised, (m, l) in log2 units, as decode's write_rows
+      if (!valid) continue;
+      const int64_t prow = ((static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.h) * p.num_splits + part;
+      float* po = p.part_o + prow * D + 2 * (lane % 4);
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) *reinterpret_cast<float2*>(po + 8 * j) = make_float2(o[4 * j + 2 * k], o[4 * j + 2 * k + 1]);
+      if (lane % 4 == 0) *reinterpret_cast<float2*>(p.part_ml + prow * 2) = make_float2(m[k], l[k]);
+      continue;
+    }
+    if (p.sinks && valid) {
+      const float sk = p.sinks[ri.h] * 1.4426950408889634f;
+      const float mf = fmaxf(m[k], sk);
+      const float c = arch::exp2_fast(m[k] - mf);
+      l[k] = l[k] * c + arch::exp2_fast(sk - mf);
+      scale_o = c;
+      m[k] = mf;
+    }
+    const float inv = l[k] > 0.0f ? scale_o / l[k] : 0.0f;
+    if (!valid) continue;
+    const int64_t ob = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(ri.qi) * p.o_row +
+                       static_cast<int64_t>(ri.h) * p.o_head;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      const int d = 8 * j + 2 * (lane % 4);
+      const float a = o[4 * j + 2 * k] * inv, c = o[4 * j + 2 * k + 1] * inv;
+      if (p.o_type == static_cast<int>(DType::f32)) {
+        *reinterpret_cast<float2*>(static_cast<float*>(p.o) + ob + d) = make_float2(a, c);
+      } else if (p.o_type == static_cast<int>(DType::f16)) {
+        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) = cvt_half2(a, c);
+      } else {
+        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) =
+            static_cast<uint32_t>(arch::float_to_bf16(a)) | (static_cast<uint32_t>(arch::float_to_bf16(c)) << 16);
+      }
+    }
+    if (p.lse && lane % 4 == 0)
+      p.lse[(static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.h] =
+          l[k] > 0.0f ? (m[k] + log2f(l[k])) * 0.6931471805599453f : -INFINITY;
+  }
+}
+
+}  // namespace packfa::device::prefill
