@@ -10,6 +10,9 @@
 #ifndef PACKFA_PREFILL_SCALES_EARLY
 #define PACKFA_PREFILL_SCALES_EARLY 1
 #endif
+#ifndef PACKFA_PREFILL_QD_REGS
+#define PACKFA_PREFILL_QD_REGS 0
+#endif
 
 namespace packfa::device::prefill {
 // ---- scores -------------------------------------------------------------------------------------
@@ -39,6 +42,31 @@ PACKFA_DEV uint64_t kmajor_desc(uint32_t addr) {
   else return wgmma::smem_desc(addr, kRows * 16, 128);
 }
 
+// Q's block scales of a consumer thread's rows r and r + 8 (int8 mode; load_q's table
+// [kM][(D + 31) / 32]): read from shared memory where used, or (decision "prefill-qd-regs",
+// PACKFA_PREFILL_QD_REGS, head dims up to 128) read once into registers, since Q is the same
+// for every tile of the block.
+template <class L>
+struct QdRows {
+  static constexpr int kB = (L::kD + 31) / 32;
+  static constexpr bool kRegs = PACKFA_PREFILL_QD_REGS != 0 && L::kD <= 128;
+  const float* row;  // row r's entries; row r + 8 is 8·kB floats on
+  float reg[2][kRegs ? kB : 1];
+  PACKFA_DEV void init(const float* table_row) {
+    row = table_row;
+    if constexpr (kRegs) {
+#pragma unroll
+      for (int k = 0; k < 2; ++k)
+#pragma unroll
+        for (int b = 0; b < kB; ++b) reg[k][b] = row[8 * kB * k + b];
+    }
+  }
+  PACKFA_DEV float at(int k, int b) const {
+    if constexpr (kRegs) return reg[k][b];
+    else return row[8 * kB * k + b];
+  }
+};
+
 // packed16 K (decision "prefill-exact-qk"): the fp16 tile holds the exact int8 values, so one
 // chain per K scale block gives the block's exact integer sum (fp16 products of integers are
 // exact, and so are their fp32 sums), scaled as the decode kernel scales it:
@@ -46,7 +74,7 @@ PACKFA_DEV uint64_t kmajor_desc(uint32_t addr) {
 // softmax scale). Two accumulators: block b + 1 is on the tensor cores while block b is scaled.
 // issued() runs once the last chain is on the tensor cores (the ping-pong hand-over).
 template <class L, QKMode QK, int kBlk, class Issued>
-PACKFA_DEV void qk_blocked(uint64_t qd0, uint64_t kd0, const float* ksf, const float* qd_row, int lane,
+PACKFA_DEV void qk_blocked(uint64_t qd0, uint64_t kd0, const float* ksf, const QdRows<L>& qd_rows, int lane,
                            float (&sv)[L::kN / 2], Issued&& issued) {
   constexpr int kN = L::kN, kSteps = kBlk / 16, kNb = L::kD / kBlk;
   constexpr int kAcc = L::kD <= 128 && kNb > 1 ? 2 : 1;  // D 256: one accumulator (the register file is full)
@@ -63,10 +91,18 @@ PACKFA_DEV void qk_blocked(uint64_t qd0, uint64_t kd0, const float* ksf, const f
     float qd[2] = {1.0f, 1.0f};
     float2 kd[kN / 8];
     auto load_kd = [&] {
-      if constexpr (QK == QKMode::packed16_int8)  // rows r and r + 8 of Q's block scales [kM][(D + 31) / 32]
-        qd[0] = qd_row[b * kBlk / 32], qd[1] = qd_row[8 * ((L::kD + 31) / 32) + b * kBlk / 32];
+      if constexpr (QK == QKMode::packed16_int8) qd[0] = qd_rows.at(0, b * kBlk / 32), qd[1] = qd_rows.at(1, b * kBlk / 32);
+      if constexpr (L::kKs128) {  // this lane's keys 8j + 2t + {0, 1}: kN / 16 words (decision "prefill-ks128")
+        const float4* w = reinterpret_cast<const float4*>(ksf + b * L::kKsBlk + (lane % 4) * L::kKsP);
 #pragma unroll
-      for (int j = 0; j < kN / 8; ++j) kd[j] = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
+        for (int q = 0; q < kN / 16; ++q) {
+          const float4 v = w[q];
+          kd[2 * q] = make_float2(v.x, v.y), kd[2 * q + 1] = make_float2(v.z, v.w);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kN / 8; ++j) kd[j] = *reinterpret_cast<const float2*>(ksf + b * kN + 8 * j + 2 * (lane % 4));
+      }
     };
     constexpr bool kEarly = PACKFA_PREFILL_SCALES_EARLY != 0;
     if constexpr (kEarly) load_kd();

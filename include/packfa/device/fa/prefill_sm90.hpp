@@ -205,8 +205,9 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   char* sq = smem + L::kQ;
   load_q<D, VF, QK>(p, sq, b, kvh, r0, ctid);
   hopper::named_sync(2, L::kConsumers);
-  // Q's block scales of this thread's two rows (int8 mode), read per block from shared memory
-  const float* qd_row = reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32);
+  QdRows<L> qd_rows{};  // Q's block scales of this thread's two rows (int8 mode)
+  if constexpr (QK == QKMode::packed16_int8)
+    qd_rows.init(reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32));
   const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + (dual ? 0 : 64 * cw) * (L::kSwizzle ? 128 : 16));
   const uint64_t k_desc = kmajor_desc<L, kN>(wgmma::smem_addr(smem + L::kK));
   // V, MN-major (transposed B): interleaved, or 128-byte swizzle with 64-value blocks kN·128 apart
@@ -273,11 +274,11 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       bool done = false;
       if constexpr (D % 32 == 0) {
         if (p.k_block == 32) {
-          qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_row, lane, s, issued);
+          qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
           done = true;
         }
       }
-      if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_row, lane, s, issued);
+      if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
     }
 
     // edits, visibility (three variants, so the common one is short), online softmax

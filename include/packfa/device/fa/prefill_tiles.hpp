@@ -15,6 +15,9 @@
 #ifndef PACKFA_PREFILL_WIDEN_BATCHED
 #define PACKFA_PREFILL_WIDEN_BATCHED 1
 #endif
+#ifndef PACKFA_PREFILL_KS128
+#define PACKFA_PREFILL_KS128 0
+#endif
 
 namespace packfa::device::prefill {
 
@@ -62,8 +65,19 @@ struct PrefillLayout {
   static constexpr int kPos = kRaw + 2 * kRawBytes;  // the block's min / max position (2 ints)
   static constexpr int kBars = kPos + 16;            // mbarriers: full[kStages], then empty[kStages]
   // packed16 K: the fp16 tile holds the exact int8 values; their block scales as fp32,
-  // [D / 16 blocks at most][kN keys] per fp16 slot; Q's per-32-block scales [kM][D / 32].
-  static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kN * 4;
+  // [D / 16 blocks at most][kKsBlk] per fp16 slot; Q's per-32-block scales [kM][D / 32].
+  // Within a block, key k's scale sits at ks_slot(k): in key order, or (decision "prefill-ks128",
+  // PACKFA_PREFILL_KS128) grouped by the consumer lane that reads it — key 8j + 2t + e at
+  // t·kKsP + 2j + e — so a lane (t = lane % 4) reads its kN / 4 scales of a block as kN / 16
+  // 16-byte words instead of kN / 8 8-byte ones. kKsP spaces the four groups so that neither
+  // those reads (4 groups at t·kKsP) nor the producer's stores of 32 consecutive keys meet in a bank.
+  static constexpr bool kKs128 = PACKFA_PREFILL_KS128 != 0;
+  static constexpr int kKsP = kN == 64 ? 24 : 8;
+  static constexpr int kKsBlk = kKs128 ? 4 * kKsP : kN;
+  static constexpr int ks_slot(int key) {
+    return kKs128 ? ((key >> 1) & 3) * kKsP + ((key >> 3) << 1) + (key & 1) : key;
+  }
+  static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kKsBlk * 4;
   static constexpr int kKsf = kBars + round16(2 * kStages * 8), kQd = kKsf + kStages * kKsfBytes;
   // each row's token, head, position and edits (PrefillRow, 32 bytes): registers hold only
   // the visible range, the rest is read where an edit or the epilogue needs it
@@ -207,7 +221,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       widen16_i8<false>(*reinterpret_cast<const uint4*>(kr + 16 * c), 0u, h);
       const int blk = (16 * c) >> k_shift;  // k_block 16 or 32: a shift, not a division
       if (((16 * c) & (k_block - 1)) == 0)
-        ksf[blk * kN + key] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
+        ksf[blk * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
     }
     put16<L::kSwizzle>(kt, kN, key, c, h);
 
@@ -256,7 +270,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
         uint32_t h[8];
         widen16_i8<false>(kq[j], 0u, h);  // exact int8 values (decision "prefill-exact-qk")
         if (((16 * c) & (k_block - 1)) == 0)
-          ksf[((16 * c) >> k_shift) * kN + key] = arch::half_to_float(static_cast<uint16_t>(ks[j]));
+          ksf[((16 * c) >> k_shift) * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(ks[j]));
         put16<L::kSwizzle>(kt, kN, key, c, h);
         v_widen16<VF>(v[j], c, h);
         put16<L::kSwizzle>(vt, kN, key, c, h);
