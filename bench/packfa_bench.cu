@@ -695,7 +695,8 @@ int main(int argc, char** argv) {
                           "  --prefill     prefill chunks instead of the decode sweep: nq 512, 2048 x kv 4096, 32768,\n"
                           "                131072 x causal on/off x D 64, 128, 256 (q8_0 V; D 128 also f16 V), 32/8\n"
                           "                heads, packed16 K; TFLOP/s over the visible pairs; no f16-K baseline,\n"
-                          "                no chain; --causal on|off keeps one of the two\n");
+                          "                no chain; --causal on|off keeps one of the two; --dot f16 runs\n"
+                          "                them in the fp16-Q dot mode (default int8)\n");
   ap.text("--json", &json)
       .flag("--quick", &quick)
       .integer("--reps", &reps, 50, 100000)
@@ -729,8 +730,10 @@ int main(int argc, char** argv) {
   if (g_paged && g_head_major) return ap.fail("--paged reads the token-major cache; drop --head-major");
 
   std::vector<Case> cases;
-  const bool one_case = one_h || one_g || one_batch || !one_dot.empty() || g_uniform;
-  if (one_case && (prefill || chain_only)) return ap.fail("--heads/--kv-heads/--batch/--dot/--uniform: decode cases only");
+  // --dot with --prefill picks the prefill cases' dot mode (default int8); alone it makes one decode case
+  const bool one_case = one_h || one_g || one_batch || (!one_dot.empty() && !prefill) || g_uniform;
+  if (one_case && (prefill || chain_only)) return ap.fail("--heads/--kv-heads/--batch/--uniform: decode cases only");
+  if (!one_dot.empty() && chain_only) return ap.fail("--dot: a decode case or the prefill cases; --chain-only runs none");
   if (one_case) {
     Case c{only_d ? only_d : 128, one_h ? one_h : 32, one_g ? one_g : 8, only_nq ? only_nq : 1, one_batch ? one_batch : 1,
            only_kv ? only_kv : 32768, VFormat::q8_0, KFormat::packed16};
@@ -752,6 +755,7 @@ int main(int argc, char** argv) {
             if (quick && (kv == 131072 || dv.D != 128)) continue;
             Case c{dv.D, 32, 8, nq, 1, kv, dv.vf, KFormat::packed16};
             c.causal = causal;
+            if (one_dot == "f16") c.dot = DotMode::f16;
             cases.push_back(c);
           }
   } else if (!chain_only) {
@@ -808,15 +812,17 @@ int main(int argc, char** argv) {
     if (prefill) {  // no f16-K baseline: the prefill A/B is against SDPA (bench/peers/peer_bench.py --prefill)
       const Measured m = run(c, reps, prop.l2CacheSize);
       std::printf("%-4d %2d/%-2d %-5d %-7d %-6s %-5s %-6s %10.1f %8.1f %10.1f  %s s=%d\n", c.D, c.H, c.G, c.nq, c.kv,
-                  c.causal ? "yes" : "no", vname(c.vf), "int8", m.us, m.tflops, m.us_event, m.kernel.c_str(), m.splits);
+                  c.causal ? "yes" : "no", vname(c.vf), c.dot == DotMode::f16 ? "f16" : "int8", m.us, m.tflops, m.us_event,
+                  m.kernel.c_str(), m.splits);
       char buf[1024];
       std::snprintf(buf, sizeof buf,
                     "%s{\"head_dim\":%d,\"n_q_heads\":%d,\"n_kv_heads\":%d,\"nq\":%d,\"batch\":%d,\"max_kv\":%d,"
-                    "\"causal\":%s,\"v_format\":\"%s\",\"k_format\":\"packed16\",\"dot\":\"int8\",\"median_us\":%.3f,"
+                    "\"causal\":%s,\"v_format\":\"%s\",\"k_format\":\"packed16\",\"dot\":\"%s\",\"median_us\":%.3f,"
                     "\"flops\":%.0f,\"tflop_per_s\":%.2f,\"bytes\":%.0f,\"gb_per_s\":%.1f,\"splits\":%d,\"kernel\":\"%s\","
                     "\"event_median_us\":%.3f}",
                     rows.empty() ? "" : ",\n    ", c.D, c.H, c.G, c.nq, c.batch, c.kv, c.causal ? "true" : "false",
-                    vname(c.vf), m.us, m.flops, m.tflops, m.bytes, m.gbs, m.splits, m.kernel.c_str(), m.us_event);
+                    vname(c.vf), c.dot == DotMode::f16 ? "f16" : "int8", m.us, m.flops, m.tflops, m.bytes, m.gbs, m.splits,
+                    m.kernel.c_str(), m.us_event);
       rows += buf;
       continue;
     }

@@ -339,9 +339,9 @@ Status plan_rows_split(const AttnParams& p, int device, const DeviceFacts& f, co
     const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, p.max_kv_len / kRowsSplitMinKeys));
     splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
   }
-  const int64_t len = (p.max_kv_len + splits - 1) / splits;
+  const int64_t len = (int64_t{p.max_kv_len} + splits - 1) / splits;
   out->split_len = static_cast<int>(std::max<int64_t>(64, (len + 63) / 64 * 64));
-  out->splits = std::max(1, static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len));
+  out->splits = std::max(1, static_cast<int>((int64_t{p.max_kv_len} + out->split_len - 1) / out->split_len));
   return Status::Ok();
 }
 
@@ -405,9 +405,9 @@ Status plan_wgmma_split(const AttnParams& p, const DeviceFacts& f, const FaInsta
     const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits / per, p.max_kv_len / kRowsSplitMinKeys));
     bs = std::max<int64_t>(1, std::min(want, cap));
   }
-  const int64_t len = (p.max_kv_len + bs - 1) / bs;
+  const int64_t len = (int64_t{p.max_kv_len} + bs - 1) / bs;
   out->split_len = static_cast<int>(std::max<int64_t>(64, (len + 63) / 64 * 64));
-  bs = std::max<int64_t>(1, (p.max_kv_len + out->split_len - 1) / out->split_len);
+  bs = std::max<int64_t>(1, (int64_t{p.max_kv_len} + out->split_len - 1) / out->split_len);
   out->splits = static_cast<int>(per * bs);
   return Status::Ok();
 }
@@ -468,7 +468,10 @@ std::string prefill_name(const AttnParams& p, QKMode qk, bool mma, const FaInsta
          (p.paged.page_size > 0 ? ",paged" : "") + ">";
 }
 
+Status check_host_pointer(const void* ptr, const char* field);
+
 Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) {
+  PACKFA_TRY(check_host_pointer(p.kv_len_host, "kv_len_host"));  // validate() reads its entries
   PACKFA_TRY(validate(p));
   const QKMode qk = qk_mode(p);
   const int gqa = p.n_q_heads / p.n_kv_heads;
@@ -539,6 +542,10 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   out->inst = inst;
   out->rows = rows;
   out->row_groups = (rows + inst->rows_per_block - 1) / inst->rows_per_block;
+  if (static_cast<int64_t>(p.batch) * out->row_groups > kMaxGridYZ)  // the decode grid's z
+    return invalid("nq", "batch x ceil(nq x n_q_heads / n_kv_heads / " + std::to_string(inst->rows_per_block) +
+                             ") row groups = " + std::to_string(static_cast<int64_t>(p.batch) * out->row_groups) +
+                             " blocks must be <= " + std::to_string(kMaxGridYZ) + " for " + name());
 
   if (static_cast<size_t>(inst->smem_bytes) > f.smem_optin)
     return {Code::unsupported, name() + " needs " + std::to_string(inst->smem_bytes) +
@@ -571,7 +578,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       const int64_t rounds = p.batch == 1 ? 1 : std::max(1, 4 / std::max(per_sm, 1));  // ~4 blocks per SM
       want = std::max<int64_t>(1, rounds * slots / base_blocks);
     }
-    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, (p.max_kv_len + 127) / 128));
+    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits, (int64_t{p.max_kv_len} + 127) / 128));
     splits = static_cast<int>(std::max<int64_t>(1, std::min(want, cap)));
     if (trim) splits = static_cast<int>(detail::trim_tail_round(splits, base_blocks, slots));  // split_plan.hpp
     // Host lengths (decision "batch-one-round", split_plan.hpp): the most splits whose working
@@ -586,7 +593,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     }
   }
   out->split_len = static_cast<int>(detail::split_len_of(p.max_kv_len, splits));
-  out->splits = static_cast<int>((p.max_kv_len + out->split_len - 1) / out->split_len);  // <= kMaxSplits
+  out->splits = static_cast<int>((int64_t{p.max_kv_len} + out->split_len - 1) / out->split_len);  // <= kMaxSplits
   out->splits = std::max(1, out->splits);
   out->rclass = rclass;
   plan_claims(p, out);
@@ -640,12 +647,30 @@ Status internal_workspace(int device, size_t bytes, void* stream, void** out) {
   return Status::Ok();
 }
 
+// Function attributes and occupancy queries act on the calling thread's current device, while
+// select_kernel and fa_workspace_bytes take the device as an argument: those calls run with
+// `device` current and the caller's device restored after (else the cached "done" below would
+// mark a device whose kernel never got its shared-memory opt-in).
+struct DeviceScope {
+  int prev = -1;
+  explicit DeviceScope(int device) {
+    int cur = 0;
+    if (GPU(GetDevice)(&cur) == GPU_SUCCESS && cur != device && GPU(SetDevice)(device) == GPU_SUCCESS) prev = cur;
+  }
+  ~DeviceScope() {
+    if (prev >= 0) (void)GPU(SetDevice)(prev);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+};
+
 Status set_smem_attr(const FaInstance* inst, int device) {
   static std::mutex mu;
   static std::vector<std::pair<int, const void*>> done;
   std::lock_guard<std::mutex> lock(mu);
   for (auto& d : done)
     if (d.first == device && d.second == reinterpret_cast<const void*>(inst->kernel)) return Status::Ok();
+  const DeviceScope scope(device);
   auto e = GPU(FuncSetAttribute)(reinterpret_cast<const void*>(inst->kernel), GPU_ATTR_SMEM, inst->smem_bytes);
   if (e != GPU_SUCCESS) return gpu_error("FuncSetAttribute(max dynamic shared memory)", e);
   done.emplace_back(device, reinterpret_cast<const void*>(inst->kernel));
@@ -662,6 +687,7 @@ Status resident_blocks(const FaInstance* inst, int device, int* out) {
   for (auto& d : done)
     if (d.first.first == device && d.first.second == fn) return *out = d.second, Status::Ok();
   int n = 0;
+  const DeviceScope scope(device);
   auto e = GPU(OccupancyMaxActiveBlocksPerMultiprocessor)(&n, fn, inst->threads, inst->smem_bytes);
   if (e != GPU_SUCCESS) return gpu_error("OccupancyMaxActiveBlocksPerMultiprocessor", e);
   done.push_back({{device, fn}, n});
@@ -719,14 +745,36 @@ Status check_device_pointer(const void* ptr, const char* field, int device) {
   if (known.size() < 4096) known.push_back(region);
   return Status::Ok();
 }
+// The reverse for the one input the host reads (kv_len_host: validate() and the planner read
+// its entries): a device allocation there would fault on the host. Cached per thread and 2 MiB
+// region as above.
+Status check_host_pointer(const void* ptr, const char* field) {
+  if (!ptr || !pointer_check_enabled()) return Status::Ok();
+  thread_local std::vector<uintptr_t> known;
+  const uintptr_t region = reinterpret_cast<uintptr_t>(ptr) >> 21;
+  for (uintptr_t r : known)
+    if (r == region) return Status::Ok();
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return Status::Ok();  // not a pointer the runtime knows: plain host memory
+  }
+  if (a.type == cudaMemoryTypeDevice) return invalid(field, "is device memory; the planner reads it on the host (pass a host array)");
+  if (known.size() < 4096) known.push_back(region);
+  return Status::Ok();
+}
 #else
 Status check_device_pointer(const void*, const char*, int) { return Status::Ok(); }  // HIP: not checked yet
+Status check_host_pointer(const void*, const char*) { return Status::Ok(); }
 #endif
 
 Status check_pointers(const AttnParams& p, int device) {
   const std::pair<const void*, const char*> ptrs[] = {
       {p.q.data, "q.data"},       {p.o.data, "o.data"},         {p.k.data, "k.data"},
-      {p.k.scales, "k.scales"},   {p.v.data, "v.data"},         {p.v.scales, "v.scales"},
+      // the scale planes only where the format has them (a stale pointer elsewhere is ignored)
+      {p.k.format == KFormat::packed16 ? p.k.scales : nullptr, "k.scales"},
+      {p.v.data, "v.data"},
+      {p.v.format == VFormat::q8_0_planar ? p.v.scales : nullptr, "v.scales"},
       {p.kv_len, "kv_len"},       {p.q_pos, "q_pos"},           {p.mask, "mask"},
       {p.sinks, "sinks"},         {p.lse, "lse"},               {p.k.smooth_scale, "k.smooth_scale"},
       {p.errors, "errors"},       {p.workspace, "workspace"},   {p.paged.block_table, "paged.block_table"}};
@@ -856,8 +904,8 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   kp.mask_head = p.mask_head_stride;
   kp.alibi_pos = p.alibi_max_bias > 0.0f && p.alibi_mode == AlibiMode::position ? 1 : 0;
   if (p.alibi_max_bias > 0.0f) {
-    int n2 = 1;
-    while (n2 * 2 <= p.n_q_heads) n2 *= 2;
+    int n2 = 1;  // the largest power of two <= n_q_heads (<= kMaxGridYZ: validate())
+    while (n2 <= p.n_q_heads / 2) n2 *= 2;
     kp.alibi_n2 = n2;
     kp.alibi_m0 = std::pow(2.0f, -p.alibi_max_bias / static_cast<float>(n2));
     kp.alibi_m1 = std::pow(2.0f, -p.alibi_max_bias / 2.0f / static_cast<float>(n2));

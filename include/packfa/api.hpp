@@ -83,6 +83,15 @@ struct OTensor {
   int64_t seq_stride = 0, row_stride = 0, head_stride = 0;
 };
 
+// Upper bounds validate() enforces (Code::invalid_argument naming the field): batch, n_kv_heads
+// and n_q_heads are launch grid dimensions; a KV head's query rows (nq x n_q_heads / n_kv_heads)
+// and max_kv_len stay far from 32-bit overflow in the planner's and kernels' arithmetic.
+constexpr int kMaxGridYZ = 65535;
+constexpr int kMaxRows = 1 << 28;
+constexpr int kMaxKeys = 1 << 30;
+// pack_k_packed16 / quantize_v: n_tokens x n_kv_heads x head_dim / 16 (one launch's threads)
+constexpr int64_t kMaxWriteItems = int64_t{1} << 37;
+
 struct AttnParams {
   int batch = 1;
   int nq = 1;           // query rows per sequence (1 = decode; 2..16 = MTP / speculative)

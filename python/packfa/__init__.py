@@ -61,6 +61,14 @@ _i64x3 = ctypes.c_int64 * 3
 _i64x2 = ctypes.c_int64 * 2
 
 
+_INT_RANGE = {
+    ctypes.c_int32: (-2**31, 2**31 - 1), ctypes.c_int64: (-2**63, 2**63 - 1),
+    ctypes.c_uint32: (0, 2**32 - 1), ctypes.c_uint64: (0, 2**64 - 1),
+}
+_INT_RANGE[ctypes.c_int] = _INT_RANGE[ctypes.c_int32] if ctypes.sizeof(ctypes.c_int) == 4 else _INT_RANGE[ctypes.c_int64]
+_INT_RANGE[ctypes.c_size_t] = _INT_RANGE[ctypes.c_uint64] if ctypes.sizeof(ctypes.c_size_t) == 8 else _INT_RANGE[ctypes.c_uint32]
+
+
 class _Params(ctypes.Structure):
     """Common part of the three parameter structs: keyword construction with defaults,
     unknown names rejected, enum names and tensor-like pointers converted."""
@@ -94,6 +102,10 @@ class _Params(ctypes.Structure):
             value = table[value]
         elif ftype is ctypes.c_void_p and hasattr(value, "data_ptr"):
             value = value.data_ptr()
+        elif isinstance(ftype, type) and issubclass(ftype, ctypes._Pointer) and (
+                value is None or isinstance(value, (ctypes._Pointer, ctypes.Array))):
+            # None, a ctypes array (its length is known) or a raw pointer (it is not)
+            object.__setattr__(self, "_host_len_" + name, len(value) if isinstance(value, ctypes.Array) else None)
         elif (isinstance(ftype, type) and issubclass(ftype, ctypes._Pointer) and value is not None
               and not isinstance(value, (ctypes._Pointer, ctypes.Array))):
             # a host array field (kv_len_host): a sequence of ints becomes a ctypes array the
@@ -103,7 +115,22 @@ class _Params(ctypes.Structure):
             except TypeError:
                 raise TypeError("%s.%s: expected None or a sequence of integers, got %r"
                                 % (cls, name, value)) from None
+            lo, hi = _INT_RANGE.get(ftype._type_, (None, None))
+            for i, x in enumerate(seq):
+                if lo is not None and not lo <= x <= hi:
+                    raise ValueError("%s.%s: entry %d (%d) does not fit %s" % (cls, name, i, x, ftype._type_.__name__))
             value = (ftype._type_ * len(seq))(*seq)
+            object.__setattr__(self, "_host_len_" + name, len(seq))
+        elif ftype in _INT_RANGE and name not in _ENUM_FIELDS and not isinstance(value, bool):
+            # ctypes keeps the low bits of an out-of-range int (2**32 + 5 would become 5): refuse it
+            try:
+                iv = operator.index(value)
+            except TypeError:
+                raise TypeError("%s.%s: expected an int, got %r" % (cls, name, value)) from None
+            lo, hi = _INT_RANGE[ftype]
+            if not lo <= iv <= hi:
+                raise ValueError("%s.%s: %d does not fit %s [%d, %d]" % (cls, name, iv, ftype.__name__, lo, hi))
+            value = iv
         elif isinstance(ftype, type) and issubclass(ftype, ctypes.Array) and not isinstance(value, ctypes.Array):
             try:
                 seq = list(value)
@@ -287,11 +314,20 @@ def _call(fn, *args):
         raise Error(code, msg.value.decode())
 
 
+def _check_host_lens(params):
+    # the library reads `batch` entries of kv_len_host: a shorter array would be read past its end
+    n = getattr(params, "_host_len_kv_len_host", None)
+    if n is not None and n < params.batch:
+        raise ValueError("%s.kv_len_host: %d entries for batch = %d" % (type(params).__name__, n, params.batch))
+
+
 def forward(lib, params, stream=0):
+    _check_host_lens(params)
     _call(lib.packfa_fa_forward, ctypes.byref(params), ctypes.c_void_p(stream))
 
 
 def workspace_bytes(lib, params, device=0):
+    _check_host_lens(params)
     out = ctypes.c_size_t(0)
     _call(lib.packfa_fa_workspace_bytes, ctypes.byref(params), device, ctypes.byref(out))
     return out.value

@@ -114,6 +114,9 @@ def _last_contiguous(name, shape, strides):
         raise _ve(name, "the last dim must be contiguous (stride 1), got strides %s" % (list(strides),))
 
 
+_INT32_MAX = 2**31 - 1  # the C struct's int fields
+
+
 def _int(name, v, lo=None, hi=None):
     # bool is an int subclass but never a count; other integer types (numpy, SymInt) have __index__
     if isinstance(v, (bool, float)) or not (isinstance(v, int) or hasattr(v, "__index__") or
@@ -459,13 +462,13 @@ def attention_plan(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_fo
     # scalars
     if not isinstance(causal, bool):
         raise _te("causal", "must be a bool, got %s" % type(causal).__name__)
-    window = _int("window", window, 0)
+    window = _int("window", window, 0, _INT32_MAX)
     softcap = _float("softcap", softcap)
     alibi_max_bias = _float("alibi_max_bias", alibi_max_bias)
     alibi_mode = _choice("alibi_mode", alibi_mode, ALIBI_MODES)
     scale = 0.0 if scale is None else _float("scale", scale, allow_zero=False)
     dot = _choice("dot", dot, DOTS)
-    num_splits = _int("num_splits", num_splits, 0)
+    num_splits = _int("num_splits", num_splits, 0, _INT32_MAX)
     if isinstance(pdl, bool) or pdl not in (-1, 0, 1):
         raise _ve("pdl", "must be -1 (auto), 0 or 1, got %r" % (pdl,))
 

@@ -286,8 +286,8 @@ def attention(q, k_cache, k_scales, v_cache, kv_len, *, v_scales=None, v_format=
         _args._choice("alibi_mode", alibi_mode, _args.ALIBI_MODES)
         _args._choice("dot", dot, _args.DOTS)
         _args._int("page_size", page_size, 0)
-        _args._int("window", window, 0)
-        _args._int("num_splits", num_splits, 0)
+        _args._int("window", window, 0, _args._INT32_MAX)
+        _args._int("num_splits", num_splits, 0, _args._INT32_MAX)
         if max_kv_len is not None:
             _args._int("max_kv_len", max_kv_len, 1)
         _args._float("softcap", softcap)

@@ -222,6 +222,15 @@ static Check validate_impl(const AttnParams& p) {
   if (p.n_q_heads % p.n_kv_heads)
     return bad("n_q_heads", "must be a multiple of n_kv_heads = " + num(p.n_kv_heads), num(p.n_q_heads));
   if (p.max_kv_len < 1) return bad("max_kv_len", "must be >= 1", num(p.max_kv_len));
+  // Upper bounds: the launch grid's y / z dimensions (batch, KV heads), 32-bit row and key
+  // arithmetic in the planner and the kernels (query rows of a KV head, keys).
+  if (p.batch > kMaxGridYZ) return bad("batch", "must be <= " + num(kMaxGridYZ) + " (a launch grid dimension)", num(p.batch));
+  if (p.n_kv_heads > kMaxGridYZ)
+    return bad("n_kv_heads", "must be <= " + num(kMaxGridYZ) + " (a launch grid dimension)", num(p.n_kv_heads));
+  if (p.n_q_heads > kMaxGridYZ) return bad("n_q_heads", "must be <= " + num(kMaxGridYZ), num(p.n_q_heads));
+  if (static_cast<int64_t>(p.nq) * (p.n_q_heads / p.n_kv_heads) > kMaxRows)
+    return bad("nq", "nq x (n_q_heads / n_kv_heads) query rows of a KV head must be <= " + num(kMaxRows), num(p.nq));
+  if (p.max_kv_len > kMaxKeys) return bad("max_kv_len", "must be <= " + num(kMaxKeys), num(p.max_kv_len));
 
   // Q / O: element loads and stores of their dtype
   if (!p.q.data) return fail(invalid("q.data", "is null"));
@@ -478,7 +487,13 @@ Check source_region(Regions* rs, DType t, const void* src, int n_tokens, int64_t
 Check check_write_source(const CacheWriteParams& p) {
   if (p.n_tokens < 0) return bad("n_tokens", "must be >= 0", num(p.n_tokens));
   if (p.n_kv_heads < 1) return bad("n_kv_heads", "must be >= 1", num(p.n_kv_heads));
+  if (p.n_kv_heads > kMaxGridYZ) return bad("n_kv_heads", "must be <= " + num(kMaxGridYZ), num(p.n_kv_heads));
   if (!valid_head_dim(p.head_dim)) return bad("head_dim", "must be one of 64, 80, 96, 112, 128, 256", num(p.head_dim));
+  // one thread a (token, head, 16-value block): the launch's x dimension holds 2^31 - 1 blocks of threads
+  if (static_cast<int64_t>(p.n_tokens) * p.n_kv_heads * (p.head_dim / 16) > kMaxWriteItems)
+    return bad("n_tokens", "n_tokens x n_kv_heads x head_dim / 16 must be <= " + num(kMaxWriteItems) + " (split the write)",
+               num(p.n_tokens));
+  if (p.n_tokens == 0 && !p.src) return nullptr;  // an empty write (an empty tensor's data pointer is null)
   return check_source("src", p.src_type, p.src, p.src_token_stride, p.src_head_stride);
 }
 

@@ -62,6 +62,30 @@ except packfa.Error as e:
     assert e.code != 1, str(e)
 hp.kv_len_host = None
 assert not hp.kv_len_host                         # NULL again
+# the library reads `batch` entries: a shorter list is refused before the call (no over-read)
+hp = good()
+hp.batch = 4
+hp.kv_len_host = [10]
+try:
+    packfa.forward(lib, hp)
+    raise AssertionError("a 1-entry kv_len_host for batch 4 was passed on")
+except ValueError as e:
+    assert "kv_len_host" in str(e) and "batch = 4" in str(e), str(e)
+# upper bounds the library names (api.hpp: kMaxGridYZ, kMaxKeys)
+expect_error("batch", batch=70000)
+expect_error("max_kv_len", max_kv_len=2**31 - 1)
+# ctypes would keep an out-of-range int's low bits (2**32 + 4096 -> 4096): refused by name
+for field, value in (("window", 2**32 + 4096), ("num_splits", 2**32), ("batch", -2**31 - 1)):
+    try:
+        setattr(good(), field, value)
+        raise AssertionError("%s = %d was accepted" % (field, value))
+    except ValueError as e:
+        assert field in str(e), str(e)
+try:
+    good().kv_len_host = [2**33]
+    raise AssertionError("kv_len_host entry 2**33 was accepted")
+except ValueError as e:
+    assert "kv_len_host" in str(e), str(e)
 
 
 def expect(field, fn, params):
@@ -105,6 +129,8 @@ expect("dst.scale_strides", packfa.quantize_v,
               dst_scale_strides=(0, 16, 7)))
 packfa.pack_k(lib, good_k(n_tokens=0))      # nothing to do: ok without a device
 packfa.quantize_v(lib, good_v(n_tokens=0))
+packfa.pack_k(lib, good_k(n_tokens=0, src=None))   # an empty tensor's data pointer is null
+packfa.quantize_v(lib, good_v(n_tokens=0, src=None))
 
 
 # ---- keyword / enum handling: a typo raises, names are accepted --------------------------

@@ -356,9 +356,26 @@ TEST_CASE("pack_k_packed16: bad inputs named, nothing written", "[bad_input][pac
     p.n_tokens = 3;  // 3 slots of 288 bytes fit the 4096-byte payload buffer
     CHECK(validate(p).ok());
   }
+  {  // an empty write: an empty tensor's data pointer is null; nothing to read or write
+    PackKParams p = good_k();
+    p.n_tokens = 0;
+    p.src = nullptr;
+    b.poison();
+    CHECK(validate(p).ok());
+    CHECK(pack_k_packed16(p, nullptr).ok());
+    CHECK(b.untouched());
+    QuantVParams v = good_v();
+    v.n_tokens = 0;
+    v.src = nullptr;
+    CHECK(validate(v).ok());
+    CHECK(quantize_v(v, nullptr).ok());
+    CHECK(b.untouched());
+  }
   const std::vector<PCase<PackKParams>> cases = {
       {"n_tokens", [](PackKParams& p) { p.n_tokens = -1; }},
       {"n_kv_heads", [](PackKParams& p) { p.n_kv_heads = 0; }},
+      {"n_kv_heads", [](PackKParams& p) { p.n_kv_heads = kMaxGridYZ + 1; }},
+      {"n_tokens", [](PackKParams& p) { p.n_tokens = 1 << 30; p.n_kv_heads = 1024; }},  // 2^44 items: more than one launch
       {"head_dim", [](PackKParams& p) { p.head_dim = 48; }},
       {"src", [](PackKParams& p) { p.src = nullptr; }},
       {"src_type", [](PackKParams& p) { p.src_type = static_cast<DType>(4); }},
@@ -410,6 +427,7 @@ TEST_CASE("quantize_v: bad inputs named, nothing written", "[bad_input][pack]") 
   const std::vector<PCase<QuantVParams>> cases = {
       {"n_tokens", [](QuantVParams& p) { p.n_tokens = -2; }},
       {"n_kv_heads", [](QuantVParams& p) { p.n_kv_heads = -1; }},
+      {"n_tokens", [](QuantVParams& p) { p.n_tokens = 1 << 30; p.n_kv_heads = 1024; }},
       {"head_dim", [](QuantVParams& p) { p.head_dim = 100; }},
       {"head_dim", [](QuantVParams& p) { p.head_dim = 80; }},  // q8_0 blocks of 32
       {"src", [](QuantVParams& p) { p.src = nullptr; }},

@@ -85,6 +85,51 @@ TEST_CASE("validate: shape fields", "[validate]") {
   p = good(); p.max_kv_len = 0; expect_field(p, "max_kv_len");
 }
 
+// The upper bounds (api.hpp): a launch grid's y / z dimension, 32-bit row and key arithmetic.
+// Each bound's edge is accepted (strides 0 keep every region inside the address space) and one
+// past it is refused naming the field. Without them a max_kv_len near INT_MAX planned one split
+// of 2^31 keys (a negative split length in the kernel: O all zeros, status ok) and an
+// n_q_heads >= 2^30 with ALiBi never left the slope loop.
+TEST_CASE("validate: upper bounds of the shape fields", "[validate]") {
+  // inputs with zero strides (they may alias), O dense for the shape (its rows may not)
+  auto edge = [](AttnParams p) {
+    p.q.seq_stride = p.q.row_stride = p.q.head_stride = 0;
+    p.k.data_strides = {0, 0, 0};
+    p.k.scale_strides = {0, 0, 0};
+    p.v.strides = {0, 0, 0};
+    p.o.head_stride = p.head_dim;
+    p.o.row_stride = static_cast<int64_t>(p.n_q_heads) * p.head_dim;
+    p.o.seq_stride = static_cast<int64_t>(p.nq) * p.o.row_stride;
+    const Status s = validate(p);
+    INFO(s.to_string());
+    return s;
+  };
+  auto ok_at = [&](auto&& set) {
+    AttnParams p = good();
+    set(p);
+    CHECK(edge(p).ok());
+  };
+  auto bad_at = [&](auto&& set, const char* field) {
+    AttnParams p = good();
+    set(p);
+    const Status s = edge(p);
+    CHECK(s.code() == Code::invalid_argument);
+    CHECK(s.message().rfind(std::string(field) + ":", 0) == 0);
+  };
+  ok_at([](AttnParams& p) { p.batch = kMaxGridYZ; });
+  bad_at([](AttnParams& p) { p.batch = kMaxGridYZ + 1; }, "batch");
+  ok_at([](AttnParams& p) { p.n_kv_heads = p.n_q_heads = kMaxGridYZ; });
+  bad_at([](AttnParams& p) { p.n_kv_heads = p.n_q_heads = kMaxGridYZ + 1; }, "n_kv_heads");
+  bad_at([](AttnParams& p) { p.n_kv_heads = 1; p.n_q_heads = kMaxGridYZ + 1; }, "n_q_heads");
+  bad_at([](AttnParams& p) { p.n_kv_heads = 1; p.n_q_heads = 1 << 30; p.alibi_max_bias = 8.0f; }, "n_q_heads");
+  ok_at([](AttnParams& p) { p.nq = kMaxRows / 4; });  // gqa 4
+  bad_at([](AttnParams& p) { p.nq = kMaxRows / 4 + 1; }, "nq");
+  bad_at([](AttnParams& p) { p.nq = 1 << 30; }, "nq");
+  ok_at([](AttnParams& p) { p.max_kv_len = kMaxKeys; });
+  bad_at([](AttnParams& p) { p.max_kv_len = kMaxKeys + 1; }, "max_kv_len");
+  bad_at([](AttnParams& p) { p.max_kv_len = 2147483647; }, "max_kv_len");
+}
+
 TEST_CASE("validate: Q and O", "[validate]") {
   AttnParams p;
   p = good(); p.q.data = nullptr; expect_field(p, "q.data");

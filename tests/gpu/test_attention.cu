@@ -690,6 +690,18 @@ TEST_CASE("bad input: Status names the field and nothing is written", "[attentio
   p.n_q_heads = 7;
   s = fa_packed16_forward(p, nullptr);
   CHECK(s.message().find("n_q_heads") != std::string::npos);
+  // the planner reads kv_len_host on the host: a device array there is refused, not dereferenced
+  p = dp.params;
+  p.kv_len_host = dp.params.kv_len;
+  s = fa_packed16_forward(p, nullptr);
+  INFO(s.to_string());
+  CHECK(s.code() == Code::invalid_argument);
+  CHECK(s.message().rfind("kv_len_host:", 0) == 0);
+  // a max_kv_len near INT_MAX planned one split of 2^31 keys before (status ok, O all zeros)
+  p = dp.params;
+  p.max_kv_len = 2147483647;
+  s = fa_packed16_forward(p, nullptr);
+  CHECK(s.message().rfind("max_kv_len:", 0) == 0);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<uint8_t> o(hp.o.size());
   CUDA_CHECK(cudaMemcpy(o.data(), dp.params.o.data, o.size(), cudaMemcpyDeviceToHost));

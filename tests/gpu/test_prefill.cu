@@ -275,6 +275,7 @@ struct Extra {
   bool graph = false;       // captured in a CUDA graph (PDL on), launched 3 times
   bool want_prefill = true; // the case is meant for the prefill kernel (asserted against the rule)
   int num_splits = 0;       // AttnParams::num_splits (0: the planner's)
+  bool o_odd = false;       // O one element past an allocation's start, strides D + 1 a head (odd)
 };
 
 // NHD page pool of one plane: the flat plane's rows of sequence b, key j at page
@@ -409,6 +410,19 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
   CUDA_CHECK(cudaMemset(errs.ptr, 0, 4 * kNumErrorCounters));
   p.errors = errs.as<int>();
   p.num_splits = x.num_splits;
+  // o_odd: element alignment only (what validate() asks for), so the prefill epilogue may not
+  // store element pairs; the padding elements (the first one and each row's last) stay NaN
+  const int64_t Dp = cfg.head_dim + 1, odd_n = static_cast<int64_t>(B) * NQ * H * Dp + 1;
+  void* odd_base = nullptr;
+  if (x.o_odd) {
+    bufs.emplace_back(static_cast<size_t>(odd_n) * esize(cfg.o_type));
+    odd_base = bufs.back().ptr;
+    CUDA_CHECK(cudaMemset(odd_base, 0xff, bufs.back().bytes));
+    p.o.data = static_cast<char*>(odd_base) + esize(cfg.o_type);
+    p.o.head_stride = Dp;
+    p.o.row_stride = H * Dp;
+    p.o.seq_stride = NQ * H * Dp;
+  }
 
   Result r;
   {
@@ -456,7 +470,19 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
   }
   CUDA_CHECK(cudaDeviceSynchronize());
 
-  r.o = download(cfg.o_type, p.o.data, static_cast<int64_t>(ref_o.size()));
+  if (x.o_odd) {
+    const std::vector<double> all = download(cfg.o_type, odd_base, odd_n);
+    const int D = cfg.head_dim;
+    int64_t pads_written = std::isnan(all[0]) ? 0 : 1;
+    r.o.resize(ref_o.size());
+    for (int64_t row = 0; row < static_cast<int64_t>(B) * NQ * H; ++row) {
+      for (int d = 0; d < D; ++d) r.o[row * D + d] = all[1 + row * Dp + d];
+      if (!std::isnan(all[1 + row * Dp + D])) ++pads_written;
+    }
+    CHECK(pads_written == 0);
+  } else {
+    r.o = download(cfg.o_type, p.o.data, static_cast<int64_t>(ref_o.size()));
+  }
   r.lse = download(DType::f32, p.lse, static_cast<int64_t>(ref_lse.size()));
   r.err = rel_err(r.o, ref_o);
   r.lse_err = lse_error(r.lse, ref_lse);
@@ -657,6 +683,20 @@ TEST_CASE("prefill: output and query types", "[prefill]") {
   c = pcfg(128, VFormat::f16, 200, 4, 1, 111);
   c.slot_pad_bytes = 48;  // rows not contiguous: a strided view into a wider cache
   check(c);
+}
+
+// An O that validate() accepts (element-aligned) but whose element pairs are not 2-element
+// aligned: odd base offset, odd strides. The prefill epilogue stores pairs only where the
+// caller's O allows it (a misaligned pair store killed the context before).
+TEST_CASE("prefill: O at an odd element offset with odd strides", "[prefill]") {
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    ProblemConfig c = pcfg(128, VFormat::q8_0, 200, 8, 2, 111);
+    c.o_type = t;
+    Extra x;
+    x.o_odd = true;
+    const Result r = check(c, x);
+    if (prefill_device()) CHECK(r.path == Path::prefill);  // the kernel with the paired stores
+  }
 }
 
 // One chunk length for every sequence (AttnParams has one nq), cached prefixes of their own.

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "packfa/device/arch.hpp"
+#include "packfa/device/fa/common.hpp"
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/device/fa_params.hpp"
 #include "packfa/format.hpp"
@@ -28,6 +29,12 @@ struct PrefillRow {
 template <int D>
 PACKFA_DEV void write_prefill_rows(const FaKernelParams& p, const PrefillRow* s_rows, int my_row, int lane, int b, int part,
                            bool split_out, float (&o)[D / 2], float (&m)[2], float (&l)[2]) {
+  // Output pairs (d, d + 1) go out as one store where the caller's O allows it: base and the
+  // three strides keep every even element at a multiple of two elements (validate() asks only
+  // for element alignment, so an O at an odd element offset or with odd strides is legal and
+  // takes one store per element).
+  const int64_t esize = p.o_type == static_cast<int>(DType::f32) ? 4 : 2;
+  const bool o_pairs = reinterpret_cast<uintptr_t>(p.o) % (2 * esize) == 0 && (p.o_seq | p.o_row | p.o_head) % 2 == 0;
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
     l[k] += __shfl_xor_sync(0xffffffffu, l[k], 1);
@@ -60,7 +67,10 @@ PACKFA_DEV void write_prefill_rows(const FaKernelParams& p, const PrefillRow* s_
     for (int j = 0; j < D / 8; ++j) {
       const int d = 8 * j + 2 * (lane % 4);
       const float a = o[4 * j + 2 * k] * inv, c = o[4 * j + 2 * k + 1] * inv;
-      if (p.o_type == static_cast<int>(DType::f32)) {
+      if (!o_pairs) {
+        store_from_float(p.o, p.o_type, ob + d, a);
+        store_from_float(p.o, p.o_type, ob + d + 1, c);
+      } else if (p.o_type == static_cast<int>(DType::f32)) {
         *reinterpret_cast<float2*>(static_cast<float*>(p.o) + ob + d) = make_float2(a, c);
       } else if (p.o_type == static_cast<int>(DType::f16)) {
         *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + ob + d) = cvt_half2(a, c);
