@@ -126,6 +126,12 @@ std::vector<Case> forward_cases() {
       {"n_kv_heads", [](AttnParams& p) { p.n_kv_heads = 0; }},
       {"n_q_heads", [](AttnParams& p) { p.n_q_heads = 7; }},
       {"max_kv_len", [](AttnParams& p) { p.max_kv_len = 0; }},
+      // upper bounds (api.hpp): grid dimensions, 32-bit rows and keys
+      {"batch", [](AttnParams& p) { p.batch = kMaxGridYZ + 1; }},
+      {"n_kv_heads", [](AttnParams& p) { p.n_kv_heads = p.n_q_heads = 70000; }},
+      {"n_q_heads", [](AttnParams& p) { p.n_kv_heads = 1; p.n_q_heads = 1 << 30; p.alibi_max_bias = 8.0f; }},
+      {"nq", [](AttnParams& p) { p.nq = kMaxRows; }},
+      {"max_kv_len", [](AttnParams& p) { p.max_kv_len = 2147483647; }},
       // Q
       {"q.data", [](AttnParams& p) { p.q.data = nullptr; }},
       {"q.type", [](AttnParams& p) { p.q.type = static_cast<DType>(7); }},
