@@ -210,20 +210,29 @@ template <int D, VFormat VF, QKMode QK, int kT>
 PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int k_block, int tid) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kItems = kN * D / 16;
-  const int k_shift = k_block == 32 ? 5 : 4;
+  const int k_shift = k_block == 32 ? 5 : 4;  // k_block 16 or 32: a shift, not a division
+  // packed16 K, item (key, c): its exact int8 values (decision "prefill-exact-qk") into the K tile;
+  // where the item starts a scale block, that block's scale (fp16 bits from scale_bits(blk)) into
+  // ksf as fp32
+  auto starts_block = [&](int c) { return ((16 * c) & (k_block - 1)) == 0; };
+  auto put_k8 = [&](uint4 q, auto&& scale_bits, int key, int c) {
+    uint32_t h[8];
+    widen16_i8<false>(q, 0u, h);
+    const int blk = (16 * c) >> k_shift;
+    if (starts_block(c)) ksf[blk * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(scale_bits(blk)));
+    put16<L::kSwizzle>(kt, kN, key, c, h);
+  };
   auto item = [&](int i) {
     const int key = i % kN, c = i / kN;
     uint32_t h[8];
     const char* kr = raw + L::kRawK + key * L::kKPitch;
     if constexpr (L::kF16K) {
       ld32(kr + 32 * c, h);
-    } else {  // exact int8 values (decision "prefill-exact-qk"); the block scale goes to ksf
-      widen16_i8<false>(*reinterpret_cast<const uint4*>(kr + 16 * c), 0u, h);
-      const int blk = (16 * c) >> k_shift;  // k_block 16 or 32: a shift, not a division
-      if (((16 * c) & (k_block - 1)) == 0)
-        ksf[blk * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(ld_u16(raw + L::kRawKs + key * L::kKsPitch + 2 * blk)));
+      put16<L::kSwizzle>(kt, kN, key, c, h);
+    } else {
+      const char* ksr = raw + L::kRawKs + key * L::kKsPitch;
+      put_k8(*reinterpret_cast<const uint4*>(kr + 16 * c), [&](int blk) { return ld_u16(ksr + 2 * blk); }, key, c);
     }
-    put16<L::kSwizzle>(kt, kN, key, c, h);
 
     const char* vr = raw + L::kRawV + key * L::kVPitch;
     if constexpr (VF == VFormat::f16) {
@@ -259,7 +268,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       for (int j = 0; j < kB; ++j) {
         const int c = 2 * (r0 + j) + half;
         kq[j] = *reinterpret_cast<const uint4*>(kr + 16 * c);
-        ks[j] = ((16 * c) & (k_block - 1)) == 0 ? ld_u16(ksr + 2 * ((16 * c) >> k_shift)) : 0u;
+        ks[j] = starts_block(c) ? ld_u16(ksr + 2 * ((16 * c) >> k_shift)) : 0u;
         // block r0 + j of a 16-aligned row: its data at 34·(r0 + j) + 2 (+ 16), 2 or 0 mod 4
         if (((r0 + j) & 1) == 0) v[j] = v_load16<VF, 2>(vr, nullptr, c);
         else v[j] = v_load16<VF, 0>(vr, nullptr, c);
@@ -267,11 +276,8 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
 #pragma unroll
       for (int j = 0; j < kB; ++j) {
         const int c = 2 * (r0 + j) + half;
+        put_k8(kq[j], [&](int) { return ks[j]; }, key, c);
         uint32_t h[8];
-        widen16_i8<false>(kq[j], 0u, h);  // exact int8 values (decision "prefill-exact-qk")
-        if (((16 * c) & (k_block - 1)) == 0)
-          ksf[((16 * c) >> k_shift) * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(ks[j]));
-        put16<L::kSwizzle>(kt, kN, key, c, h);
         v_widen16<VF>(v[j], c, h);
         put16<L::kSwizzle>(vt, kN, key, c, h);
       }
