@@ -26,6 +26,26 @@ constexpr int round16(int x) { return (x + 15) / 16 * 16; }
 // consecutive rows hit 8 different bank groups.
 constexpr int odd16(int x) { return (round16(x) / 16) % 2 ? round16(x) : round16(x) + 16; }
 
+// Decision "prefill-ks128": key 8j + 2t + e of a tile's block at t·p + 2j + e, so consumer lane
+// group t (lane % 4) reads its keys' scales as consecutive 16-byte words. Checked below: each of
+// n keys has its own slot under 4p; one 16-byte read of the four groups, and the stores of 32
+// consecutive keys (a producer warp), touch distinct banks (32 four-byte banks).
+constexpr int ks_slot_grouped(int key, int p) { return ((key >> 1) & 3) * p + ((key >> 3) << 1) + (key & 1); }
+constexpr bool ks_grouped_ok(int n, int p) {
+  for (int a = 0; a < n; ++a) {
+    if (ks_slot_grouped(a, p) >= 4 * p || (a & 7) / 2 * p + a / 8 * 2 + a % 2 != ks_slot_grouped(a, p)) return false;
+    for (int b = a + 1; b < n; ++b)
+      if (ks_slot_grouped(b, p) == ks_slot_grouped(a, p) || (b / 32 == a / 32 && (ks_slot_grouped(b, p) - ks_slot_grouped(a, p)) % 32 == 0))
+        return false;
+  }
+  for (int q = 0; q < n / 16; ++q)
+    for (int t = 0; t < 4; ++t)
+      for (int u = t + 1; u < 4; ++u)
+        if ((t * p + 4 * q) % 4 != 0 || (t * p + 4 * q) / 4 % 8 == (u * p + 4 * q) / 4 % 8) return false;
+  return 2 * (n / 8) <= p;
+}
+static_assert(ks_grouped_ok(64, 24) && ks_grouped_ok(32, 8), "prefill-ks128 slots: distinct, bank-conflict free");
+
 template <int D, VFormat VF, QKMode QK>
 struct PrefillLayout {
   static constexpr int kD = D;
@@ -74,9 +94,8 @@ struct PrefillLayout {
   static constexpr bool kKs128 = PACKFA_PREFILL_KS128 != 0;
   static constexpr int kKsP = kN == 64 ? 24 : 8;
   static constexpr int kKsBlk = kKs128 ? 4 * kKsP : kN;
-  static constexpr int ks_slot(int key) {
-    return kKs128 ? ((key >> 1) & 3) * kKsP + ((key >> 3) << 1) + (key & 1) : key;
-  }
+  static constexpr int ks_slot(int key) { return kKs128 ? ks_slot_grouped(key, kKsP) : key; }
+  static_assert(ks_grouped_ok(kN, kKsP), "the slots of a kN-key block");
   static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kKsBlk * 4;
   static constexpr int kKsf = kBars + round16(2 * kStages * 8), kQd = kKsf + kStages * kKsfBytes;
   // each row's token, head, position and edits (PrefillRow, 32 bytes): registers hold only
