@@ -722,46 +722,44 @@ bool pageable_access(int device) {
   }
   return cache[device] == 1;
 }
-Status check_device_pointer(const void* ptr, const char* field, int device) {
+// The runtime's answer for ptr's 2 MiB region, judged by judge(query error, attributes); an
+// accepted answer the runtime gave is cached in `known` (per thread, per check).
+template <class Judge>
+Status check_region(std::vector<uintptr_t>& known, const void* ptr, Judge&& judge) {
   if (!ptr || !pointer_check_enabled()) return Status::Ok();
-  thread_local std::vector<uintptr_t> known;  // 2 MiB regions seen to be device-accessible
   const uintptr_t region = reinterpret_cast<uintptr_t>(ptr) >> 21;
   for (uintptr_t r : known)
     if (r == region) return Status::Ok();
   cudaPointerAttributes a{};
   const cudaError_t e = cudaPointerGetAttributes(&a, ptr);
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // not sticky: clear it
-    return invalid(field, "cannot query the pointer (" + std::string(cudaGetErrorString(e)) + ")");
-  }
-  const bool ok = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
-                  (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr) || pageable_access(device);
-  if (!ok) {
+  if (e != cudaSuccess) cudaGetLastError();  // not sticky: clear it
+  PACKFA_TRY(judge(e, a));
+  if (e == cudaSuccess && known.size() < 4096) known.push_back(region);
+  return Status::Ok();
+}
+Status check_device_pointer(const void* ptr, const char* field, int device) {
+  thread_local std::vector<uintptr_t> known;  // 2 MiB regions seen to be device-accessible
+  return check_region(known, ptr, [&](cudaError_t e, const cudaPointerAttributes& a) {
+    if (e != cudaSuccess) return invalid(field, "cannot query the pointer (" + std::string(cudaGetErrorString(e)) + ")");
+    const bool ok = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+                    (a.type == cudaMemoryTypeHost && a.devicePointer != nullptr) || pageable_access(device);
+    if (ok) return Status::Ok();
     char buf[32];
     std::snprintf(buf, sizeof buf, "%p", ptr);
     return invalid(field, std::string("is not device-accessible memory (") + buf +
                               ": pageable host memory or no allocation; pass cudaMalloc'd or pinned memory)");
-  }
-  if (known.size() < 4096) known.push_back(region);
-  return Status::Ok();
+  });
 }
 // The reverse for the one input the host reads (kv_len_host: validate() and the planner read
-// its entries): a device allocation there would fault on the host. Cached per thread and 2 MiB
-// region as above.
+// its entries): a device allocation there would fault on the host. A pointer the runtime does
+// not know is plain host memory (accepted, not cached).
 Status check_host_pointer(const void* ptr, const char* field) {
-  if (!ptr || !pointer_check_enabled()) return Status::Ok();
-  thread_local std::vector<uintptr_t> known;
-  const uintptr_t region = reinterpret_cast<uintptr_t>(ptr) >> 21;
-  for (uintptr_t r : known)
-    if (r == region) return Status::Ok();
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
-    cudaGetLastError();
-    return Status::Ok();  // not a pointer the runtime knows: plain host memory
-  }
-  if (a.type == cudaMemoryTypeDevice) return invalid(field, "is device memory; the planner reads it on the host (pass a host array)");
-  if (known.size() < 4096) known.push_back(region);
-  return Status::Ok();
+  thread_local std::vector<uintptr_t> known;  // 2 MiB regions seen to be host-readable
+  return check_region(known, ptr, [&](cudaError_t e, const cudaPointerAttributes& a) {
+    if (e == cudaSuccess && a.type == cudaMemoryTypeDevice)
+      return invalid(field, "is device memory; the planner reads it on the host (pass a host array)");
+    return Status::Ok();
+  });
 }
 #else
 Status check_device_pointer(const void*, const char*, int) { return Status::Ok(); }  // HIP: not checked yet
