@@ -806,6 +806,7 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
   DeviceFacts f;
   PACKFA_TRY(device_facts(device, &f));
   out->mma_qk = pl.inst->mma_qk && f.cc_major >= 8;
+  out->k_rounded = pl.inst->k_rounded && p.k.format == KFormat::packed16;
   out->combine = pl.splits <= 1                                     ? "none"
                  : pl.splits >= device::kRowCombineMinSplits &&
                          pl.splits <= device::kWarpCombineMaxSplits ? "row_block"

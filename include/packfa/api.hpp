@@ -151,6 +151,11 @@ struct KernelChoice {
   std::string layout;    // "contiguous" or "paged<page_size>"
   bool claims = false;   // splits hand out chunks through claim counters (device/chunk_source.hpp)
   bool mma_qk = false;   // scores on tensor cores (NVIDIA mma) rather than lane = key dots
+  // packed16 K enters the scores as fp16(k · block scale), one rounding a value, and the int8
+  // mode's Q as fp16(q · its block scale / the row's largest) (the Hopper prefill kernel, decision
+  // "prefill-k-rounded"; reference: RefMode::kernel_int8_k16 / kernel_f16_k16); false: the
+  // exact integer products of each K scale block
+  bool k_rounded = false;
   std::string combine;   // "none" (one split), "wave" (a wave per row, < 16 splits), "row_block" (16..64) or "col_block" (> 64; "block" with PACKFA_COMBINE_COLS=0)
   // A/B switch, off unless its environment variable is set (=1; read once per process):
   bool split_rounds = false;  // PACKFA_SPLIT_ROUNDS: a batch's split count fills whole rounds of resident blocks

@@ -38,6 +38,12 @@ enum class RefMode : uint8_t {
   // fp16-Q dot: qh = fp16(fp32 x * s); packed16: raw = sum_b kd_b * sum qh*q_k; f16 K:
   // raw = sum qh*k.
   kernel_f16 = 2,
+  // The Hopper prefill kernel with K as fp16 tiles (KernelChoice::k_rounded, decision
+  // "prefill-k-rounded"): packed16 K as kh = fp16(q_k * kd_b) (one rounding). kernel_int8_k16:
+  // Q quantized as kernel_int8, then qr = fp16(fp32 q_i * (qd_b / qd_max)), raw = qd_max *
+  // sum qr*kh; kernel_f16_k16: raw = sum qh*kh. With f16 K both are kernel_f16.
+  kernel_int8_k16 = 3,
+  kernel_f16_k16 = 4,
 };
 const char* ref_mode_name(RefMode m);
 

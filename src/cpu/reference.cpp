@@ -38,7 +38,8 @@ int64_t key_offset(const AttnParams& p, const Strides& s, int b, int j) {
 }
 
 Status check(const AttnParams& p, RefMode mode) {
-  if (mode != RefMode::exact && mode != RefMode::kernel_int8 && mode != RefMode::kernel_f16)
+  if (mode != RefMode::exact && mode != RefMode::kernel_int8 && mode != RefMode::kernel_f16 &&
+      mode != RefMode::kernel_int8_k16 && mode != RefMode::kernel_f16_k16)
     return invalid("mode", "unknown RefMode");
   if (p.batch < 1) return invalid("batch", "must be >= 1");
   if (p.nq < 1) return invalid("nq", "must be >= 1");
@@ -87,7 +88,8 @@ struct QRow {
   std::vector<float> qf;   // fp32 x (times s)
   std::vector<int8_t> qi;  // int8 Q
   std::vector<float> qscale;
-  std::vector<double> qh;  // fp16-rounded Q
+  std::vector<double> qh;  // fp16-rounded Q (kernel_int8_k16: the rescaled int8 values)
+  double qh_mul = 1.0;     // kernel_int8_k16: the row's largest block scale
 };
 
 void load_q(const AttnParams& p, RefMode mode, int b, int i, int h, QRow* r) {
@@ -102,10 +104,21 @@ void load_q(const AttnParams& p, RefMode mode, int b, int i, int h, QRow* r) {
     r->qf[c] = s ? x * s[c] : x;
   }
   if (mode == RefMode::exact) return;
-  if (mode == RefMode::kernel_int8 && p.k.format == KFormat::packed16) {
+  const bool int8 = mode == RefMode::kernel_int8 || mode == RefMode::kernel_int8_k16;
+  if (int8 && p.k.format == KFormat::packed16) {
     r->qi.resize(d);
     r->qscale.resize((d + kQBlock - 1) / kQBlock);
     quantize_q_int8(r->qf.data(), d, r->qi.data(), r->qscale.data());
+    if (mode == RefMode::kernel_int8_k16) {  // as the prefill kernel's load_q rescales its Q tile
+      float qmax = 0.0f;
+      for (float s : r->qscale) qmax = std::max(qmax, s);
+      r->qh.resize(d);
+      for (int c = 0; c < d; ++c) {
+        const float ratio = qmax > 0.0f ? r->qscale[c / kQBlock] / qmax : 0.0f;
+        r->qh[c] = fp16_to_float(fp16_from_float(static_cast<float>(r->qi[c]) * ratio));
+      }
+      r->qh_mul = qmax;
+    }
   } else {
     r->qh.resize(d);
     for (int c = 0; c < d; ++c) r->qh[c] = fp16_to_float(fp16_from_float(r->qf[c]));
@@ -132,7 +145,12 @@ double raw_score(const AttnParams& p, RefMode mode, const QRow& r, int b, int j,
   for (int blk = 0; blk < d / B; ++blk) {
     const double kd = fp16_to_float(ks[blk]);
     const int c0 = blk * B;
-    if (mode == RefMode::kernel_int8) {
+    if (mode == RefMode::kernel_int8_k16 || mode == RefMode::kernel_f16_k16) {
+      double part = 0.0;  // K rounded once to fp16, as the prefill kernel's producer writes it
+      for (int c = c0; c < c0 + B; ++c)
+        part += r.qh[c] * static_cast<double>(fp16_to_float(fp16_from_float(static_cast<float>(kq[c]) * static_cast<float>(kd))));
+      acc += part * r.qh_mul;
+    } else if (mode == RefMode::kernel_int8) {
       int64_t isum = 0;
       for (int c = c0; c < c0 + B; ++c) isum += static_cast<int64_t>(r.qi[c]) * kq[c];
       acc += static_cast<double>(isum) * static_cast<double>(r.qscale[c0 / kQBlock]) * kd;
@@ -184,6 +202,8 @@ const char* ref_mode_name(RefMode m) {
     case RefMode::exact: return "exact";
     case RefMode::kernel_int8: return "kernel_int8";
     case RefMode::kernel_f16: return "kernel_f16";
+    case RefMode::kernel_int8_k16: return "kernel_int8_k16";
+    case RefMode::kernel_f16_k16: return "kernel_f16_k16";
   }
   return "unknown";
 }

@@ -290,6 +290,38 @@ TEST_CASE("kernel_int8 mode on a hand-made D = 64 row is exact", "[ref][kernel]"
   CHECK(lg[0] == -78.5);
   REQUIRE(reference_logits(p, RefMode::kernel_f16, 0, 0, 0, &lg).ok());
   CHECK(lg[0] == -78.5);  // all values fp16-exact
+  // K as fp16 tiles (prefill-k-rounded): every q_k * d and q * qd / qd_max is fp16-exact here
+  REQUIRE(reference_logits(p, RefMode::kernel_int8_k16, 0, 0, 0, &lg).ok());
+  CHECK(lg[0] == 126.0 - 204.0);
+  REQUIRE(reference_logits(p, RefMode::kernel_f16_k16, 0, 0, 0, &lg).ok());
+  CHECK(lg[0] == -78.5);
+  {  // one rounding: q_k = 127, d = 1 + 2^-10 (0x3c01): 127.1240234375 -> fp16 127.125 (ulp 1/16)
+    std::vector<float> q1(32, 0.0f);
+    q1[0] = 127.0f;  // q = 127, qd = 1
+    std::vector<int8_t> k1(32, 0);
+    k1[0] = 127;
+    std::vector<uint16_t> s1 = {0x3c01};
+    std::vector<uint16_t> v1(32, 0);
+    AttnParams p1 = p;
+    p1.head_dim = 32; p1.q.data = q1.data(); p1.k.data = k1.data(); p1.k.scales = s1.data(); p1.v.data = v1.data();
+    REQUIRE(reference_logits(p1, RefMode::kernel_int8, 0, 0, 0, &lg).ok());
+    CHECK(lg[0] == 127.0 * 127.0 * (1.0 + 1.0 / 1024));
+    REQUIRE(reference_logits(p1, RefMode::kernel_int8_k16, 0, 0, 0, &lg).ok());
+    CHECK(lg[0] == 127.0 * 127.125);
+    REQUIRE(reference_logits(p1, RefMode::kernel_f16_k16, 0, 0, 0, &lg).ok());
+    CHECK(lg[0] == 127.0 * 127.125);
+    // Q rescaled by its largest block scale: a second Q block of amax 63.5 (qd 0.5, q = 127)
+    // enters as 127 * 0.5 = 63.5, the row's factor 1
+    std::vector<float> q2b(64, 0.0f);
+    q2b[0] = 127.0f; q2b[32] = 63.5f;
+    std::vector<int8_t> k2b(64, 0);
+    k2b[0] = 127; k2b[32] = 2;
+    std::vector<uint16_t> s2b = {0x3c01, 0x3c00};
+    std::vector<uint16_t> v2b(64, 0);
+    p1.head_dim = 64; p1.q.data = q2b.data(); p1.k.data = k2b.data(); p1.k.scales = s2b.data(); p1.v.data = v2b.data();
+    REQUIRE(reference_logits(p1, RefMode::kernel_int8_k16, 0, 0, 0, &lg).ok());
+    CHECK(lg[0] == 127.0 * 127.125 + 63.5 * 2.0);
+  }
   // smoothing scale multiplies q in fp32 before quantizing: s = 2 on channel 1 -> x1 = 127
   std::vector<float> s(D, 1.0f);
   s[1] = 2.0f;
@@ -328,6 +360,19 @@ TEST_CASE("kernel modes are close to exact mode on realistic data", "[ref][kerne
   for (size_t r = 0; r < le.size(); ++r) {
     CHECK(std::fabs(li[r] - le[r]) < 0.2);
     CHECK(std::fabs(lf[r] - le[r]) < 0.02);
+  }
+  // K as fp16 tiles (prefill-k-rounded): a rounding each K value, small against the int8 modes'
+  // own distance from exact, and not nothing
+  std::vector<double> oi16, li16, of16, lf16;
+  REQUIRE(reference_attention(hp.params, RefMode::kernel_int8_k16, &oi16, &li16).ok());
+  REQUIRE(reference_attention(hp.params, RefMode::kernel_f16_k16, &of16, &lf16).ok());
+  CHECK(oi16 != oi);
+  CHECK(of16 != of);
+  CHECK(relative_l2_error(oi.data(), oi16.data(), static_cast<int64_t>(oi.size())) < 2e-3);
+  CHECK(relative_l2_error(of.data(), of16.data(), static_cast<int64_t>(of.size())) < 2e-3);
+  for (size_t r = 0; r < le.size(); ++r) {
+    CHECK(std::fabs(li16[r] - li[r]) < 5e-3);
+    CHECK(std::fabs(lf16[r] - lf[r]) < 5e-3);
   }
   // f16 K: kernel_int8 runs the fp16-Q dot
   AttnParams pf = hp.make_params(KFormat::f16, VFormat::f16);

@@ -40,9 +40,12 @@ inline ProblemConfig decode_config(int D, VFormat vf, int nq, int H, int G, int 
   return c;
 }
 
-// The reference mode computing Q·K as the kernel for this config does (f16 or int8 products).
-inline RefMode reference_mode(const ProblemConfig& c) {
-  return c.k_format == KFormat::f16 || c.dot == DotMode::f16 ? RefMode::kernel_f16 : RefMode::kernel_int8;
+// The reference mode computing Q·K as the kernel for this config does (f16 or int8 products;
+// k_rounded: KernelChoice::k_rounded, packed16 K rounded to fp16 tiles, decision "prefill-k-rounded").
+inline RefMode reference_mode(const ProblemConfig& c, bool k_rounded = false) {
+  if (c.k_format == KFormat::f16) return RefMode::kernel_f16;
+  if (c.dot == DotMode::f16) return k_rounded ? RefMode::kernel_f16_k16 : RefMode::kernel_f16;
+  return k_rounded ? RefMode::kernel_int8_k16 : RefMode::kernel_int8;
 }
 
 struct DeviceBuffer {

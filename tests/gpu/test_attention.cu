@@ -69,9 +69,6 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
   HostProblem hp;
   Status s = make_problem(cfg, &hp);
   REQUIRE(s.ok());
-  std::vector<double> ref_o, ref_lse;
-  REQUIRE(reference_attention(hp.params, reference_mode(cfg), &ref_o, &ref_lse).ok());
-
   DeviceProblem dp(hp, cfg.k_format, cfg.v_format);
   dp.params.num_splits = num_splits;
   if (g_host_lens) dp.params.kv_len_host = g_stale_lens.empty() ? hp.kv_len.data() : g_stale_lens.data();
@@ -93,6 +90,8 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
   Status sel = select_kernel(dp.params, 0, &choice);
   INFO(sel.to_string());
   REQUIRE(sel.ok());
+  std::vector<double> ref_o, ref_lse;  // as the chosen kernel multiplies (k_rounded: the wgmma kernel)
+  REQUIRE(reference_attention(hp.params, reference_mode(cfg, choice.k_rounded), &ref_o, &ref_lse).ok());
   if (graph) {
     size_t ws = 0;
     REQUIRE(fa_workspace_bytes(dp.params, 0, &ws).ok());

@@ -57,12 +57,16 @@ void poison(const AttnParams& p, const HostProblem& hp, cudaStream_t s = nullptr
   if (p.lse) CUDA_CHECK(cudaMemsetAsync(p.lse, 0xff, hp.lse.size() * 4, s));
 }
 
+// KernelChoice::k_rounded of the last run(): check_ref computes the reference as that kernel multiplies
+bool g_k_rounded = false;
+
 // One forward call on poisoned outputs, synchronised; returns what select_kernel said.
 KernelChoice run(const AttnParams& p, const HostProblem& hp) {
   KernelChoice c;
   const Status sel = select_kernel(p, 0, &c);
   INFO(sel.to_string());
   REQUIRE(sel.ok());
+  g_k_rounded = c.k_rounded;
   poison(p, hp);
   const Status s = fa_packed16_forward(p, nullptr);
   INFO(s.to_string());
@@ -74,7 +78,7 @@ KernelChoice run(const AttnParams& p, const HostProblem& hp) {
 // O (and LSE where the call wrote one) against the fp64 reference over host params `ref`.
 void check_ref(const AttnParams& ref, const ProblemConfig& cfg, const Out& out) {
   std::vector<double> ro, rl;
-  REQUIRE(reference_attention(ref, reference_mode(cfg), &ro, &rl).ok());
+  REQUIRE(reference_attention(ref, reference_mode(cfg, g_k_rounded), &ro, &rl).ok());
   std::vector<double> o;
   decode_to_double(cfg.o_type, out.o.data(), static_cast<int64_t>(ro.size()), &o);
   const double err = rel_err(o, ro);

@@ -95,6 +95,7 @@ struct FaInstance {
   int rows_per_block = 0;
   bool claims = false;  // can move work between splits (FaTraits::kClaims)
   bool mma_qk = false;  // scores on tensor cores where the GPU has mma (CUDA, sm_80+; FaTraits::kMmaQk)
+  bool k_rounded = false;  // packed16 K multiplied as fp16(k · scale) (decision "prefill-k-rounded")
 };
 
 struct FaRegistry {

@@ -47,9 +47,10 @@ template <int D, VFormat VF, QKMode QK, bool PAGED>
 void register_prefill_entry(PrefillRegistry& reg) {
   if constexpr (fa_prefill_built(D, VF, QK, PAGED, kFaUnitSet)) {
     using device::prefill::piece_width;
-    set_prefill_entry<device::prefill::PrefillLayout<D, VF, QK>>(
-        reg.at(PAGED, QK, D, VF), &device::prefill::fa_prefill_kernel<D, VF, QK, PAGED>, piece_width(D / 16),
-        piece_width(D / 16), piece_width(D / 8));
+    using L = device::prefill::PrefillLayout<D, VF, QK>;
+    set_prefill_entry<L>(reg.at(PAGED, QK, D, VF), &device::prefill::fa_prefill_kernel<D, VF, QK, PAGED>,
+                         piece_width(D / 16), piece_width(D / 16), piece_width(D / 8));
+    reg.at(PAGED, QK, D, VF).fa.k_rounded = L::kKRounded;
   }
 }
 

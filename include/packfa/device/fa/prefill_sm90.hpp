@@ -203,10 +203,11 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   hopper::regs_grow<L::kConsumerRegs>();
   const int ctid = tid - L::kProducers;
   char* sq = smem + L::kQ;
-  load_q<D, VF, QK>(p, sq, b, kvh, r0, ctid);
+  load_q<D, VF, QK>(p, sq, b, kvh, r0, ctid, [] { hopper::named_sync(2, L::kConsumers); });
   hopper::named_sync(2, L::kConsumers);
+  constexpr bool kInt8 = QK == QKMode::packed16_int8;
   QdRows<L> qd_rows{};  // Q's block scales of this thread's two rows (int8 mode)
-  if constexpr (QK == QKMode::packed16_int8)
+  if constexpr (kInt8 && !L::kKRounded)
     qd_rows.init(reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32));
   const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + (dual ? 0 : 64 * cw) * (L::kSwizzle ? 128 : 16));
   const uint64_t k_desc = kmajor_desc<L, kN>(wgmma::smem_addr(smem + L::kK));
@@ -221,10 +222,17 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   const bool extras = softcap > 0.0f || p.mask || p.alibi_n2 > 0;
   const float inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   // int8 dot: Q's block scales already hold scale·log2(e) (load_q), so scores arrive in the
-  // exp2 domain; the other modes multiply here. raw_mul turns a score back into scale·q·k.
-  constexpr bool kScoresScaled = QK == QKMode::packed16_int8;
-  const float sc2 = kScoresScaled ? 1.0f : p.scale * kLog2e;
-  const float raw_mul = kScoresScaled ? 0.6931471805599453f : p.scale;
+  // exp2 domain; the other modes multiply here by sc2 (prefill-k-rounded, int8: each row's
+  // factor from load_q). raw_mul turns a score back into scale·q·k.
+  constexpr bool kScoresScaled = kInt8 && !L::kKRounded;
+  float sc2[2], raw_mul[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const float f = kInt8 && L::kKRounded ? reinterpret_cast<const float*>(smem + L::kQRowF)[my_row + 8 * k]
+                                          : p.scale * kLog2e;
+    sc2[k] = kScoresScaled ? 1.0f : f;
+    raw_mul[k] = kScoresScaled ? 0.6931471805599453f : (kInt8 ? f * 0.6931471805599453f : p.scale);
+  }
 
   // Pipeline (decision "prefill-pipeline"): the producer widens up to kS tiles ahead; a
   // consumer warpgroup waits for slot t % kS to be full, and frees it once its P·V is done.
@@ -263,7 +271,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       if (kPingPong && (t + 1 < n_tiles || (cw == 0 && !dual))) hopper::named_arrive(4 - cw, L::kConsumers);
     };
     const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
-    if constexpr (L::kF16K) {
+    if constexpr (L::kF16K || L::kKRounded) {
       qk_chain<L, D / 16>(q_desc, kd0, 0, s);
       issued();
       wgmma::wait<0>();
@@ -288,7 +296,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     if (!extras && full) {
       if constexpr (!kScoresScaled) {
 #pragma unroll
-        for (int i = 0; i < kN / 2; ++i) s[i] *= sc2;
+        for (int i = 0; i < kN / 2; ++i) s[i] *= sc2[(i >> 1) & 1];
       }
     } else if (!extras) {
 #pragma unroll
@@ -297,7 +305,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
         for (int v = 0; v < 4; ++v) {
           const int key = kb + 8 * j + (v & 1);
           const bool vis = key >= first[v >> 1] && key < end[v >> 1];
-          s[4 * j + v] = vis ? s[4 * j + v] * sc2 : -INFINITY;
+          s[4 * j + v] = vis ? s[4 * j + v] * sc2[v >> 1] : -INFINITY;
         }
     } else {
       const PrefillRow rows[2] = {s_rows[my_row], s_rows[my_row + 8]};
@@ -308,7 +316,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
           const PrefillRow& ri = rows[v >> 1];
           const int key = kb + 8 * j + (v & 1);
           const bool vis = key >= first[v >> 1] && key < end[v >> 1];
-          float x = s[4 * j + v] * raw_mul;
+          float x = s[4 * j + v] * raw_mul[v >> 1];
           if (softcap > 0.0f) x = softcap * tanh_fast(x * inv_cap);
           if (ri.mask && vis) x += ri.mask_mul * arch::half_to_float(ri.mask[key]);
           x += ri.slope_pos * static_cast<float>(key - ri.pos);

@@ -18,6 +18,9 @@
 #ifndef PACKFA_PREFILL_KS128
 #define PACKFA_PREFILL_KS128 0
 #endif
+#ifndef PACKFA_PREFILL_K_ROUNDED
+#define PACKFA_PREFILL_K_ROUNDED 1
+#endif
 
 namespace packfa::device::prefill {
 
@@ -62,6 +65,11 @@ struct PrefillLayout {
   static constexpr int kM = 128;                 // query rows per block, 64 per consumer warpgroup
   static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile (128 does not fit the rings' shared memory)
   static constexpr bool kF16K = QK == QKMode::f16;
+  // Decision "prefill-k-rounded" (PACKFA_PREFILL_K_ROUNDED): the producer writes packed16 K as
+  // fp16(k · block scale) and the int8 mode's Q tile holds q · (its block scale / the row's
+  // largest), so the scores are one MMA chain over the whole head dim, as for f16 K.
+  static constexpr bool kKRounded = !kF16K && PACKFA_PREFILL_K_ROUNDED != 0;
+  static constexpr bool kQdTable = QK == QKMode::packed16_int8;  // Q's block scales [kM][(D + 31) / 32]
 #if defined(PACKFA_PREFILL_SWIZZLE)
   static constexpr bool kSwizzle = D % 64 == 0 && PACKFA_PREFILL_SWIZZLE;
 #else
@@ -96,11 +104,13 @@ struct PrefillLayout {
   static constexpr int kKsBlk = kKs128 ? 4 * kKsP : kN;
   static constexpr int ks_slot(int key) { return kKs128 ? ks_slot_grouped(key, kKsP) : key; }
   static_assert(ks_grouped_ok(kN, kKsP), "the slots of a kN-key block");
-  static constexpr int kKsfBytes = kF16K ? 0 : (D / 16) * kKsBlk * 4;
+  static constexpr int kKsfBytes = kF16K || kKRounded ? 0 : (D / 16) * kKsBlk * 4;
   static constexpr int kKsf = kBars + round16(2 * kStages * 8), kQd = kKsf + kStages * kKsfBytes;
+  // prefill-k-rounded, int8 mode: each row's score factor (its largest Q block scale) after the table
+  static constexpr int kQRowF = kQd + (kQdTable ? kM * ((D + 31) / 32) * 4 : 0);
   // each row's token, head, position and edits (PrefillRow, 32 bytes): registers hold only
   // the visible range, the rest is read where an edit or the epilogue needs it
-  static constexpr int kRowInfo = round16(kQd + (QK == QKMode::packed16_int8 ? kM * ((D + 31) / 32) * 4 : 0));
+  static constexpr int kRowInfo = round16(kQRowF + (kQdTable && kKRounded ? kM * 4 : 0));
   static constexpr int kRowInfoBytes = 32;
   static constexpr int kBytes = kRowInfo + kM * kRowInfoBytes;
   static_assert(D % 16 == 0, "head_dim a multiple of 16");
@@ -234,11 +244,17 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
   // where the item starts a scale block, that block's scale (fp16 bits from scale_bits(blk)) into
   // ksf as fp32
   auto starts_block = [&](int c) { return ((16 * c) & (k_block - 1)) == 0; };
+  // (prefill-k-rounded: every item's values times its block scale, one fp16 rounding each)
   auto put_k8 = [&](uint4 q, auto&& scale_bits, int key, int c) {
     uint32_t h[8];
-    widen16_i8<false>(q, 0u, h);
     const int blk = (16 * c) >> k_shift;
-    if (starts_block(c)) ksf[blk * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(scale_bits(blk)));
+    if constexpr (L::kKRounded) {
+      const uint32_t s = scale_bits(blk) & 0xffffu;
+      widen16_i8<true>(q, s | (s << 16), h);
+    } else {
+      widen16_i8<false>(q, 0u, h);
+      if (starts_block(c)) ksf[blk * L::kKsBlk + L::ks_slot(key)] = arch::half_to_float(static_cast<uint16_t>(scale_bits(blk)));
+    }
     put16<L::kSwizzle>(kt, kN, key, c, h);
   };
   auto item = [&](int i) {
@@ -287,7 +303,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       for (int j = 0; j < kB; ++j) {
         const int c = 2 * (r0 + j) + half;
         kq[j] = *reinterpret_cast<const uint4*>(kr + 16 * c);
-        ks[j] = starts_block(c) ? ld_u16(ksr + 2 * ((16 * c) >> k_shift)) : 0u;
+        ks[j] = L::kKRounded || starts_block(c) ? ld_u16(ksr + 2 * ((16 * c) >> k_shift)) : 0u;
         // block r0 + j of a 16-aligned row: its data at 34·(r0 + j) + 2 (+ 16), 2 or 0 mod 4
         if (((r0 + j) & 1) == 0) v[j] = v_load16<VF, 2>(vr, nullptr, c);
         else v[j] = v_load16<VF, 0>(vr, nullptr, c);
@@ -314,9 +330,10 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
 }
 
 // ---- Q: 128 rows to fp16 in the MMA layout (int8 mode: quantized per 32-block first) ----------
-// By the consumer threads tid = 0 .. kConsumers - 1.
-template <int D, VFormat VF, QKMode QK>
-PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0, int tid) {
+// By the consumer threads tid = 0 .. kConsumers - 1; sync() is their barrier (prefill-k-rounded
+// rescales the int8 rows once every block's scale is known).
+template <int D, VFormat VF, QKMode QK, class Sync>
+PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0, int tid, Sync&& sync) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kBlocks = (D + 31) / 32;
   for (int i = tid; i < L::kM * kBlocks; i += L::kConsumers) {
@@ -364,6 +381,36 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
         w.z = cvt_half2(x[8 * c + 4], x[8 * c + 5]);
         w.w = cvt_half2(x[8 * c + 6], x[8 * c + 7]);
         *reinterpret_cast<uint4*>(sq + tile_off<L::kSwizzle>(L::kM, r, d0 / 8 + c)) = w;
+      }
+    }
+  }
+  if constexpr (L::kKRounded && QK == QKMode::packed16_int8) {
+    // prefill-k-rounded: block blk's integers times qd_blk / qd_max (one fp16 rounding, values
+    // within ±127: no fp16 underflow for small Q), and qd_max as the row's score factor
+    sync();
+    const float* qdt = reinterpret_cast<const float*>(sq + (L::kQd - L::kQ));
+    float* rowf = reinterpret_cast<float*>(sq + (L::kQRowF - L::kQ));
+    for (int i = tid; i < L::kM * kBlocks; i += L::kConsumers) {
+      const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
+      float qmax = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kBlocks; ++k) qmax = fmaxf(qmax, qdt[r * kBlocks + k]);
+      const float ratio = qmax > 0.0f ? qdt[r * kBlocks + blk] / qmax : 0.0f;
+      if (blk == 0) rowf[r] = qmax;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        if (8 * c < n) {
+          uint4* at = reinterpret_cast<uint4*>(sq + tile_off<L::kSwizzle>(L::kM, r, d0 / 8 + c));
+          uint4 w = *at;
+          uint32_t* e = &w.x;
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            float lo, hi;
+            arch::half2_to_float2(e[k], lo, hi);
+            e[k] = cvt_half2(lo * ratio, hi * ratio);
+          }
+          *at = w;
+        }
       }
     }
   }
