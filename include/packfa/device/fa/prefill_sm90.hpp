@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "packfa/device/fa/hopper_sync.hpp"
+#include "packfa/device/fa/prefill_q.hpp"
 #include "packfa/device/fa/prefill_qk.hpp"
 #include "packfa/device/fa/prefill_rows.hpp"
 #include "packfa/device/fa/prefill_tiles.hpp"

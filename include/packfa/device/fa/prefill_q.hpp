@@ -1,0 +1,98 @@
+// packfa/device/fa/prefill_q.hpp — the prefill kernel's Q tile: 128 query rows read once a
+// block, quantized per 32-block in the int8 mode, as fp16 in the MMA layout of prefill_tiles.hpp.
+#pragma once
+
+#include <cstdint>
+
+#include "packfa/device/fa/prefill_tiles.hpp"
+
+namespace packfa::device::prefill {
+
+// ---- Q: 128 rows to fp16 in the MMA layout (int8 mode: quantized per 32-block first) ----------
+// By the consumer threads tid = 0 .. kConsumers - 1; sync() is their barrier (prefill-k-rounded
+// rescales the int8 rows once every block's scale is known).
+template <int D, VFormat VF, QKMode QK, class Sync>
+PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0, int tid, Sync&& sync) {
+  using L = PrefillLayout<D, VF, QK>;
+  constexpr int kBlocks = (D + 31) / 32;
+  for (int i = tid; i < L::kM * kBlocks; i += L::kConsumers) {
+    const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
+    const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
+    float x[32];
+    const bool valid = qi < p.nq;
+    const int64_t off = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+                        static_cast<int64_t>(h) * p.q_head + d0;
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      float v = 0.0f;
+      if (valid && e < n) {
+        if (p.q_type == static_cast<int>(DType::f32))
+          v = static_cast<const float*>(p.q)[off + e];
+        else if (p.q_type == static_cast<int>(DType::f16))
+          v = arch::half_to_float(static_cast<const uint16_t*>(p.q)[off + e]);
+        else
+          v = arch::bf16_to_float(static_cast<const uint16_t*>(p.q)[off + e]);
+        if (p.smooth) v *= p.smooth[kvh * D + d0 + e];
+      }
+      x[e] = v;
+    }
+    if constexpr (QK == QKMode::packed16_int8) {  // RefMode::kernel_int8 / quantize_q_int8
+      float amax = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 32; ++e) amax = fmaxf(amax, fabsf(x[e]));
+      const float qd = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+#pragma unroll
+      for (int e = 0; e < 32; ++e) {
+        int q = arch::round_to_int(x[e] * inv);
+        q = q < -127 ? -127 : (q > 127 ? 127 : q);
+        x[e] = static_cast<float>(q);  // exact in fp16; the scale is applied to the block's sum
+      }
+      // times the softmax scale in the exp2 domain: the block sums come out ready for exp2
+      reinterpret_cast<float*>(sq + (L::kQd - L::kQ))[r * kBlocks + blk] =
+          amax > 0.0f ? qd * (p.scale * 1.4426950408889634f) : 0.0f;
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if (8 * c < n) {
+        uint4 w;
+        w.x = cvt_half2(x[8 * c + 0], x[8 * c + 1]);
+        w.y = cvt_half2(x[8 * c + 2], x[8 * c + 3]);
+        w.z = cvt_half2(x[8 * c + 4], x[8 * c + 5]);
+        w.w = cvt_half2(x[8 * c + 6], x[8 * c + 7]);
+        *reinterpret_cast<uint4*>(sq + tile_off<L::kSwizzle>(L::kM, r, d0 / 8 + c)) = w;
+      }
+    }
+  }
+  if constexpr (L::kKRounded && QK == QKMode::packed16_int8) {
+    // prefill-k-rounded: block blk's integers times qd_blk / qd_max (one fp16 rounding, values
+    // within ±127: no fp16 underflow for small Q), and qd_max as the row's score factor
+    sync();
+    const float* qdt = reinterpret_cast<const float*>(sq + (L::kQd - L::kQ));
+    float* rowf = reinterpret_cast<float*>(sq + (L::kQRowF - L::kQ));
+    for (int i = tid; i < L::kM * kBlocks; i += L::kConsumers) {
+      const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
+      float qmax = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kBlocks; ++k) qmax = fmaxf(qmax, qdt[r * kBlocks + k]);
+      const float ratio = qmax > 0.0f ? qdt[r * kBlocks + blk] / qmax : 0.0f;
+      if (blk == 0) rowf[r] = qmax;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        if (8 * c < n) {
+          uint4* at = reinterpret_cast<uint4*>(sq + tile_off<L::kSwizzle>(L::kM, r, d0 / 8 + c));
+          uint4 w = *at;
+          uint32_t* e = &w.x;
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            float lo, hi;
+            arch::half2_to_float2(e[k], lo, hi);
+            e[k] = cvt_half2(lo * ratio, hi * ratio);
+          }
+          *at = w;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace packfa::device::prefill
