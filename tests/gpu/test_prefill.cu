@@ -203,14 +203,6 @@ std::string describe(const ProblemConfig& c) {
   return buf;
 }
 
-// k_rounded: the kernel chosen multiplies packed16 K as fp16 tiles (KernelChoice::k_rounded,
-// decision "prefill-k-rounded"): the reference rounds as it does
-RefMode ref_mode(const ProblemConfig& c, bool k_rounded) {
-  if (c.k_format == KFormat::f16) return RefMode::kernel_f16;
-  if (c.dot == DotMode::f16) return k_rounded ? RefMode::kernel_f16_k16 : RefMode::kernel_f16;
-  return k_rounded ? RefMode::kernel_int8_k16 : RefMode::kernel_int8;
-}
-
 // reference_attention over all host cores: each thread takes a slice of query rows with
 // their positions made explicit (q_pos), its Q and mask rows offset; same result as one call.
 void ref_parallel(const AttnParams& p, RefMode mode, std::vector<double>* o, std::vector<double>* lse) {
@@ -443,7 +435,7 @@ Result run_case(const ProblemConfig& cfg, const Extra& x = {}, HostProblem* keep
   // K as fp16 tiles only in the Hopper prefill kernel (one split or key splits), packed16 K
   if (r.choice.name.rfind("fa_prefill<", 0) != 0 || cfg.k_format != KFormat::packed16) CHECK_FALSE(r.choice.k_rounded);
   std::vector<double> ref_o, ref_lse;
-  ref_parallel(hpar, ref_mode(cfg, r.choice.k_rounded), &ref_o, &ref_lse);
+  ref_parallel(hpar, reference_mode(cfg, r.choice.k_rounded), &ref_o, &ref_lse);
 
   if (x.graph) {
     size_t ws = 0;
@@ -945,8 +937,8 @@ TEST_CASE("prefill == decode kernel == rows split on the same rows, 40k-key pref
     double ref_do = 0.0, ref_dl = 0.0;
     if (pre.choice.k_rounded) {
       std::vector<double> ro, rl, eo, el;
-      ref_parallel(hp.params, ref_mode(c, true), &ro, &rl);
-      ref_parallel(hp.params, ref_mode(c, false), &eo, &el);
+      ref_parallel(hp.params, reference_mode(c, true), &ro, &rl);
+      ref_parallel(hp.params, reference_mode(c, false), &eo, &el);
       ref_do = rel_err(ro, eo), ref_dl = lse_error(rl, el);
       INFO("reference modes apart: O " << ref_do << ", LSE " << ref_dl);
       CHECK(ref_do <= 2e-3);  // the rounding is small against the int8 quantization
