@@ -48,8 +48,11 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
         x[e] = static_cast<float>(q);  // exact in fp16; the scale is applied to the block's sum
       }
       // times the softmax scale in the exp2 domain: the block sums come out ready for exp2
+      // (prefill-k-rounded: the plain scale, so that the ratios below are qd_blk / qd_max
+      // exactly, as RefMode::kernel_int8_k16 computes them; the softmax factor goes into the
+      // row's factor once)
       reinterpret_cast<float*>(sq + (L::kQd - L::kQ))[r * kBlocks + blk] =
-          amax > 0.0f ? qd * (p.scale * 1.4426950408889634f) : 0.0f;
+          amax > 0.0f ? (L::kKRounded ? qd : qd * (p.scale * 1.4426950408889634f)) : 0.0f;
     }
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
@@ -65,7 +68,8 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
   }
   if constexpr (L::kKRounded && QK == QKMode::packed16_int8) {
     // prefill-k-rounded: block blk's integers times qd_blk / qd_max (one fp16 rounding, values
-    // within ±127: no fp16 underflow for small Q), and qd_max as the row's score factor
+    // within ±127: no fp16 underflow for small Q), and qd_max · scale · log2(e) as the row's
+    // score factor
     sync();
     const float* qdt = reinterpret_cast<const float*>(sq + (L::kQd - L::kQ));
     float* rowf = reinterpret_cast<float*>(sq + (L::kQRowF - L::kQ));
@@ -75,7 +79,7 @@ PACKFA_DEV void load_q(const FaKernelParams& p, char* sq, int b, int kvh, int r0
 #pragma unroll
       for (int k = 0; k < kBlocks; ++k) qmax = fmaxf(qmax, qdt[r * kBlocks + k]);
       const float ratio = qmax > 0.0f ? qdt[r * kBlocks + blk] / qmax : 0.0f;
-      if (blk == 0) rowf[r] = qmax;
+      if (blk == 0) rowf[r] = qmax * (p.scale * 1.4426950408889634f);
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         if (8 * c < n) {

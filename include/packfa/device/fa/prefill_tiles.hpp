@@ -19,7 +19,7 @@
 #define PACKFA_PREFILL_KS128 0
 #endif
 #ifndef PACKFA_PREFILL_K_ROUNDED
-#define PACKFA_PREFILL_K_ROUNDED 0
+#define PACKFA_PREFILL_K_ROUNDED 1
 #endif
 
 namespace packfa::device::prefill {
