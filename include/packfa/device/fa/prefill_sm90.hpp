@@ -9,11 +9,13 @@
 //            paged) into a ring of two raw slots (contiguous planes: stage_rows, decision
 //            "prefill-lean-producer");
 //     widen: turns raw tile t into fp16 K and V tiles in the MMA layout (ring of kStages):
-//            packed16 K as its exact int8 values (block scales beside, in fp32), V by its
-//            format's rule; then marks the slot full (mbarrier);
+//            packed16 K as fp16(k · block scale) ("prefill-k-rounded"; switched off: its
+//            exact int8 values, block scales beside in fp32), V by its format's rule; then
+//            marks the slot full (mbarrier);
 //   consumers (warpgroups 1, 2, 216 registers, 64 rows each) — wait for slot t full;
-//     scores: S = Q·K^T on wgmma (fp16 in, fp32 out); packed16 K: one MMA chain per K scale
-//            block, each exact integer block sum scaled as decode scales it ("prefill-exact-qk");
+//     scores: S = Q·K^T on wgmma (fp16 in, fp32 out), one MMA chain times each row's factor
+//            (switched off: a chain per K scale block, each exact integer block sum scaled as
+//            decode scales it, "prefill-exact-qk");
 //     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers), waited
 //     for after the next tile's barrier waits (decision "prefill-pv-overlap"); then mark the
 //     slot empty. The two consumer warpgroups take turns only at issuing their Q·K chains
