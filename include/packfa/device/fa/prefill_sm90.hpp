@@ -43,6 +43,10 @@
 #ifndef PACKFA_PREFILL_PINGPONG
 #define PACKFA_PREFILL_PINGPONG 1
 #endif
+// decision "prefill-exp-fma" (docs/prefill.md); 0 keeps the multiply pass, for A/B
+#ifndef PACKFA_PREFILL_EXP_FMA
+#define PACKFA_PREFILL_EXP_FMA 1
+#endif
 #ifndef PACKFA_PREFILL_PV_OVERLAP
 #define PACKFA_PREFILL_PV_OVERLAP 1
 #endif
@@ -245,6 +249,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   // by one arrival of the other (warpgroup 1 arrives once up front and not after its last tile;
   // dual: each arrives after its tile t when tile t + 1, the other's, exists).
   constexpr bool kPingPong = PACKFA_PREFILL_PINGPONG != 0;
+  constexpr bool kExpFma = PACKFA_PREFILL_EXP_FMA != 0;
   if (kPingPong && cw == 1 && n_tiles > 0) hopper::named_arrive(3, L::kConsumers);
   // P·V of a tile is waited for only after the next tile's full-slot and ping-pong waits
   // (decision "prefill-pv-overlap"), so it runs under them; P stays live until then, and the
@@ -296,8 +301,14 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
     const bool full = t0 + kN <= kv_len && (!p.causal || t0 + kN - 1 <= min_pos) &&
                       (p.window <= 0 || t0 > max_pos - p.window);
     const int kb = t0 + 2 * (lane % 4);  // key of s[4j + 2k + e] is kb + 8j + e
+    // mul: the factor the softmax still applies (decision "prefill-exp-fma": a full tile's raw
+    // scores go straight into exp2(s · sc2 − m), one FFMA, and the row max is taken raw — the
+    // factor is positive, so max(s) · sc2 = max(s · sc2) — instead of a multiply pass first)
+    float mul[2] = {1.0f, 1.0f};
     if (!extras && full) {
-      if constexpr (!kScoresScaled) {
+      if constexpr (!kScoresScaled && kExpFma) {
+        mul[0] = sc2[0], mul[1] = sc2[1];
+      } else if constexpr (!kScoresScaled) {
 #pragma unroll
         for (int i = 0; i < kN / 2; ++i) s[i] *= sc2[(i >> 1) & 1];
       }
@@ -339,7 +350,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       float mx = fmaxf(fmaxf(mx4[0], mx4[1]), fmaxf(mx4[2], mx4[3]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[k], mx);
+      const float m_new = fmaxf(m[k], mx * mul[k]);  // mx is finite where mul != 1 (a full tile)
       const float m_use = m_new == -INFINITY ? 0.0f : m_new;
       corr[k] = arch::exp2_fast(m[k] - m_use);
       m[k] = m_new;
@@ -348,7 +359,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float pr = arch::exp2_fast(s[4 * j + 2 * k + e] - m_use);
+          const float pr = arch::exp2_fast(fmaf(s[4 * j + 2 * k + e], mul[k], -m_use));
           s[4 * j + 2 * k + e] = pr;
           sum4[(2 * j + e) % 4] += pr;
         }
