@@ -370,10 +370,18 @@ int wgmma_split_mode() {
 // 22.9 / 28.4 / 22.2), the head dims and Q·K modes measured (D 64, 128, 256; not f16 K). Fewer
 // rows stay with the decode kernel (32 rows: 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one
 // row 27.2 / - / 58.4; D 256 at 16 / 2 heads, 8 rows: 42.5 / - / 48.3).
+// Many rows (decision "wgmma-split-many-rows"): a chunk of at least 512 rows a KV head that the
+// prefill rule leaves only because its blocks fill fewer than half the multiprocessors (few KV
+// heads) is split from kv 4096 on: D 256 at 16 / 2 heads, nq 512 x kv 4k, q8_0 V (H100, session
+// 27, bench/results/h100-2026-12-06-session27.txt): decode row groups 338.7 us, the prefill kernel
+// in one split (64 blocks) 274.5 us, here 157.7 us.
 constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
+constexpr int kWgmmaSplitManyRows = 512, kWgmmaSplitManyRowsMinKeys = 4096;
 bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
   const bool measured = (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && qk != QKMode::f16;
-  return measured && rows >= kWgmmaSplitMinRows && p.max_kv_len >= kWgmmaSplitMinKeys;
+  const bool keys = p.max_kv_len >= kWgmmaSplitMinKeys ||
+                    (rows >= kWgmmaSplitManyRows && p.max_kv_len >= kWgmmaSplitManyRowsMinKeys);
+  return measured && rows >= kWgmmaSplitMinRows && keys;
 }
 const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
 #if defined(PACKFA_BACKEND_HIP)

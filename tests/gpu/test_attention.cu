@@ -622,7 +622,7 @@ TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention]
 // reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
 // Decision "wgmma-split" (src/dispatch.cu, wgmma_split_rule): on cc 9.0, with neither
 // PACKFA_WGMMA_SPLIT nor PACKFA_ROWS_SPLIT set, at least 64 rows a KV head below the prefill rule
-// and kv >= 8192, at head dims 64, 128 and 256 and packed16 K, run the wgmma prefill kernel in
+// and kv >= 8192 (at least 512 rows: kv >= 4096), at head dims 64, 128 and 256 and packed16 K, run the wgmma prefill kernel in
 // key splits (with <= 64 rows two partials a block split: an even split count); fewer rows,
 // shorter caches, other head dims, f16 K and bf16 V the decode kernel.
 TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
@@ -654,7 +654,15 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       {128, VFormat::bf16, DotMode::int8, 16, 4, 1, 32768, false},    // bf16 V stays scalar
       {96, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, false},     // head dims not measured
       {256, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},
+      // many rows (decision "wgmma-split-many-rows"): 4096 rows a KV head in 64 blocks, fewer
+      // than half of 132 multiprocessors, so below the prefill rule: split from kv 4096 on
+      {256, VFormat::q8_0, DotMode::int8, 512, 16, 2, 4096, true},
+      {256, VFormat::q8_0, DotMode::int8, 512, 16, 2, 4095, false},   // kv below 4096
+      {256, VFormat::q8_0, DotMode::int8, 28, 16, 1, 4096, false},    // 448 rows: kv 4096 is too short
   };
+  // the many-rows shapes are below the prefill rule only while 64 blocks are fewer than half the
+  // multiprocessors (H100 SXM / H200: 132)
+  const bool many_rows_split = d.multiprocessors > 128;
   for (const S& s : shapes) {
     ProblemConfig c = base(s.D, s.vf, s.nq, s.H, s.G, s.kv);
     c.dot = s.dot;
@@ -662,7 +670,9 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
     const KernelChoice ch = planned(c);
     INFO(describe(c) << " ran " << ch.name << " splits=" << ch.num_splits
                      << " (rule applies: " << rule << ")");
-    const bool want = rule && s.split;
+    const bool many = s.nq * (s.H / s.G) >= 512 && s.kv < 8192;
+    const bool want = rule && s.split && (!many || many_rows_split);
+    if (many && !many_rows_split) continue;  // the prefill kernel in one split: not this rule's case
     CHECK((ch.name.rfind("fa_prefill<", 0) == 0) == want);
     CHECK((ch.name.rfind("fa<", 0) == 0) == !want);
     if (want) CHECK(ch.num_splits > 1);
