@@ -3,23 +3,27 @@
 //
 // One block: 128 query rows (GQA rows packed as in decode: row r = token r / gqa, head
 // r % gqa of one KV head) against the visible keys of one sequence, in tiles of kN keys, by
-// three warpgroups (decision "prefill-warp-specialised"):
-//   producer (warpgroup 0, 72 registers) —
+// warp-specialised warpgroups (decision "prefill-warp-specialised"):
+//   producers (head dims up to 128: warpgroups 0 and 1 on alternate tiles, 72 registers,
+//            decision "prefill-two-producers"; D 256: warpgroup 0, 56) —
 //     stage: cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
 //            paged) into a ring of two raw slots (contiguous planes: stage_rows, decision
-//            "prefill-lean-producer");
+//            "prefill-lean-producer"; pitches "prefill-raw-pitch");
 //     widen: turns raw tile t into fp16 K and V tiles in the MMA layout (ring of kStages):
 //            packed16 K as fp16(k · block scale) ("prefill-k-rounded"; switched off: its
 //            exact int8 values, block scales beside in fp32), V by its format's rule; then
 //            marks the slot full (mbarrier);
-//   consumers (warpgroups 1, 2, 216 registers, 64 rows each) — wait for slot t full;
+//   consumers (the last two warpgroups, 184 registers at D <= 128, 224 at D 256; 64 rows
+//            each) — per tile:
 //     scores: S = Q·K^T on wgmma (fp16 in, fp32 out), one MMA chain times each row's factor
 //            (switched off: a chain per K scale block, each exact integer block sum scaled as
 //            decode scales it, "prefill-exact-qk");
-//     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers), waited
-//     for after the next tile's barrier waits (decision "prefill-pv-overlap"); then mark the
-//     slot empty. The two consumer warpgroups take turns only at issuing their Q·K chains
-//     (decision "prefill-pingpong"), so one's softmax runs under the other's MMAs.
+//     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers). With
+//     one chain (the default) a warpgroup issues tile t + 1's scores before tile t's P·V and
+//     runs t + 1's softmax under that P·V ("prefill-qk-ahead"); otherwise the P·V is waited
+//     for after the next tile's barrier waits ("prefill-pv-overlap"). The two consumer
+//     warpgroups take turns only at issuing their MMAs ("prefill-pingpong"), so one's softmax
+//     runs under the other's MMAs.
 // Key splits (decision "wgmma-split"): with p.num_splits > 1 each block takes a split of the
 // keys and writes decode's partials for the decode combine; with <= 64 rows a KV head both
 // consumer warpgroups take the same rows and alternate tiles (MTP rows, docs/prefill.md).
@@ -50,11 +54,19 @@
 #ifndef PACKFA_PREFILL_PV_OVERLAP
 #define PACKFA_PREFILL_PV_OVERLAP 1
 #endif
+// decision "prefill-qk-ahead" (docs/prefill.md): one MMA chain for the scores only
+#ifndef PACKFA_PREFILL_QK_AHEAD
+#define PACKFA_PREFILL_QK_AHEAD 1
+#endif
+// measurement only (wrong results): 1 no widening, 2 consumers idle, 3 no softmax, 4 no widening or staging
+#ifndef PACKFA_PREFILL_ABLATE
+#define PACKFA_PREFILL_ABLATE 0
+#endif
 
 namespace packfa::device::prefill {
 
 template <int D, VFormat VF, QKMode QK, bool PAGED>
-__global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams p) {
+__global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_prefill_kernel(const FaKernelParams p) {
   using L = PrefillLayout<D, VF, QK>;
   constexpr int kN = L::kN, kM = L::kM, kS = L::kStages;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -66,7 +78,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   // the warpgroup index through a shuffle: warp-uniform to the compiler, so descriptors and
   // offsets derived from it live in uniform registers
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = (tid % 128) / 32, lane = tid % 32;
-  const int cw = wg - 1;  // consumer warpgroup 0 / 1 (rows 64·cw ..); -1: the producer
+  constexpr int kPw = L::kProducerWgs;
+  const int cw = wg - kPw;  // consumer warpgroup 0 / 1 (rows 64·cw ..); < 0: a producer
   const int b = blockIdx.z, kvh = blockIdx.y;
   // Key splits (decision "wgmma-split"): p.num_splits > 1 partials a row, merged by the decode
   // combine. With at most 64 rows a KV head ("dual"), both consumer warpgroups take rows 0-63
@@ -94,7 +107,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   if (tid == 0) {
     s_pos[0] = 0x7fffffff, s_pos[1] = -0x7fffffff;
     for (int s = 0; s < kS; ++s)  // dual: one warpgroup reads each slot
-      hopper::mbar_init(full + s, L::kProducers), hopper::mbar_init(empty + s, dual ? L::kConsumers / 2 : L::kConsumers);
+      hopper::mbar_init(full + s, L::kProducerThreads), hopper::mbar_init(empty + s, dual ? L::kConsumers / 2 : L::kConsumers);
   }
   __syncthreads();
   if (cw >= 0) {
@@ -144,12 +157,15 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   if (min_pos > max_pos) hi = lo;  // no valid row
   const int n_tiles = hi > lo ? (hi - lo + kN - 1) / kN : 0;
 
-  if (wg == 0) {  // ---- producer: raw tiles two ahead (cp.async ring of 2) -> fp16 ring of kS ----
+  if (wg < kPw) {  // ---- producer: raw tiles two ahead (cp.async ring of 2) -> fp16 ring of kS ----
     hopper::regs_shrink<L::kProducerRegs>();
+    // two producer warpgroups (prefill-two-producers): warpgroup wg the tiles wg, wg + 2, ..,
+    // in raw slot wg, its own barrier; one: every tile, raw slots t & 1
+    const int ptid = tid - 128 * wg, bar = wg == 0 ? 1 : 5;
     const KvPlanes planes = kv_planes<PAGED>(p, b, kvh);
     const KvView& view = planes.view;
     const KvPlane &pk = planes.k, &pks = planes.ks, &pv = planes.v, &pvs = planes.vs;
-    constexpr int kT = L::kProducers;
+    constexpr int kT = L::kProducerThreads;
     auto stage = [&](int t) {  // raw ring slot t & 1; always one commit group
       constexpr bool kLean = !PAGED && D <= 128 && L::kVWidth >= 4 &&
                              (L::kF16K || (piece_width(L::kKs32Row) >= 4 && piece_width(D / 8) >= 4)) &&
@@ -158,16 +174,16 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
         if (t < n_tiles) {
           char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
           const int t0 = lo + t * kN, n_valid = hi - t0;
-          stage_rows<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk.base + t0 * pk.slot, pk.slot, n_valid, tid);
+          stage_rows<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk.base + t0 * pk.slot, pk.slot, n_valid, ptid);
           if constexpr (!L::kF16K) {
             if (p.k_block == 32)
-              stage_rows<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, tid);
+              stage_rows<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKs32Pitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, ptid);
             else
-              stage_rows<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, tid);
+              stage_rows<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, ptid);
           }
-          stage_rows<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv.base + t0 * pv.slot, pv.slot, n_valid, tid);
+          stage_rows<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv.base + t0 * pv.slot, pv.slot, n_valid, ptid);
           if constexpr (VF == VFormat::q8_0_planar)
-            stage_rows<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs.base + t0 * pvs.slot, pvs.slot, n_valid, tid);
+            stage_rows<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs.base + t0 * pvs.slot, pvs.slot, n_valid, ptid);
         }
         arch::copy_async_commit();
         return;
@@ -175,32 +191,34 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       if (t < n_tiles) {
         char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
         const int t0 = lo + t * kN;
-        stage_plane<kN, L::kKRow, 16, L::kKPitch, kT, PAGED || (D > 128)>(raw + L::kRawK, pk, view, t0, hi, tid);
+        stage_plane<kN, L::kKRow, 16, L::kKPitch, kT, PAGED || (D > 128)>(raw + L::kRawK, pk, view, t0, hi, ptid);
         if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
           if (p.k_block == 32)
-            stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKsPitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, tid);
+            stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKs32Pitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, ptid);
           else
-            stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, tid);
+            stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, ptid);
         }
-        stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT, PAGED || (D > 128)>(raw + L::kRawV, pv, view, t0, hi, tid);
+        stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT, PAGED || (D > 128)>(raw + L::kRawV, pv, view, t0, hi, ptid);
         if constexpr (VF == VFormat::q8_0_planar)
-          stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT, PAGED || (D > 128)>(raw + L::kRawVs, pvs, view, t0, hi, tid);
+          stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT, PAGED || (D > 128)>(raw + L::kRawVs, pvs, view, t0, hi, ptid);
       }
       arch::copy_async_commit();
     };
-    stage(0);
-    stage(1);
-    for (int t = 0; t < n_tiles; ++t) {
+    stage(wg);
+    if (kPw == 1) stage(1);
+    for (int t = wg; t < n_tiles; t += kPw) {
       const int s = t % kS;
-      arch::copy_async_wait<1>();  // this thread's pieces of tile t landed (t + 1 may be in flight)
-      hopper::named_sync(1, kT);   // everyone's
+      if (kPw == 1) arch::copy_async_wait<1>();  // this thread's pieces of tile t landed (t + 1 may be in flight)
+      else arch::copy_async_wait<0>();
+      hopper::named_sync(bar, kT);  // everyone's
       if (t >= kS) hopper::mbar_wait(empty + s, (t / kS - 1) & 1);  // tile t - kS read by all consumers
+      if (PACKFA_PREFILL_ABLATE != 1 && PACKFA_PREFILL_ABLATE != 4)
       widen_tile<D, VF, QK, kT>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + s * L::kTileBytes,
                                 smem + L::kV + s * L::kTileBytes,
-                                reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, tid);
+                                reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, ptid);
       wgmma::fence_smem_for_mma();
       hopper::mbar_arrive(full + s);
-      hopper::named_sync(1, kT);  // raw slot t & 1 read by everyone
+      hopper::named_sync(bar, kT);  // raw slot t & 1 read by everyone
       stage(t + 2);
     }
     return;
@@ -257,6 +275,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   // slot is freed there. (Waiting later, at the first Q·K wait, makes ptxas serialise the
   // wgmma: C7514.)
   constexpr bool kPvOverlap = PACKFA_PREFILL_PV_OVERLAP != 0;
+  constexpr bool kQkAhead = PACKFA_PREFILL_QK_AHEAD != 0 && (L::kF16K || L::kKRounded) && PACKFA_PREFILL_ABLATE != 2;
   int pv_slot = -1;  // the slot whose P·V may still run
   uint32_t pf[kN / 16][4];
   float s[kN / 2];
@@ -268,37 +287,11 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) hold(o[i]);
   };
-  for (int t = dual ? cw : 0; t < n_tiles; t += dual ? 2 : 1) {
+  // edits, visibility (three variants, so the common one is short) and the online softmax of
+  // tile t's scores in s: s becomes the tile's probabilities, m and l move, corr is the factor
+  // O still needs
+  auto softmax_tile = [&](int t, float (&corr)[2]) {
     const int t0 = lo + t * kN;
-    hopper::mbar_wait(full + t % kS, (t / kS) & 1);
-    if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
-    if (kPvOverlap) {  // the previous tile's P·V ran under the two waits above
-      pv_wait();  // unconditional: a branch around it would put register copies of O before it
-      if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
-    }
-    auto issued = [&] {
-      if (kPingPong && (t + 1 < n_tiles || (cw == 0 && !dual))) hopper::named_arrive(4 - cw, L::kConsumers);
-    };
-    const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
-    if constexpr (L::kF16K || L::kKRounded) {
-      qk_chain<L, D / 16>(q_desc, kd0, 0, s);
-      issued();
-      wgmma::wait<0>();
-#pragma unroll
-      for (int i = 0; i < kN / 2; ++i) hold(s[i]);
-    } else {
-      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
-      bool done = false;
-      if constexpr (D % 32 == 0) {
-        if (p.k_block == 32) {
-          qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
-          done = true;
-        }
-      }
-      if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
-    }
-
-    // edits, visibility (three variants, so the common one is short), online softmax
     const bool full = t0 + kN <= kv_len && (!p.causal || t0 + kN - 1 <= min_pos) &&
                       (p.window <= 0 || t0 > max_pos - p.window);
     const int kb = t0 + 2 * (lane % 4);  // key of s[4j + 2k + e] is kb + 8j + e
@@ -338,9 +331,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
           s[4 * j + v] = vis ? x * kLog2e : -INFINITY;
         }
     }
-    float corr[2];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 2 && PACKFA_PREFILL_ABLATE != 3; ++k) {
       // pairwise trees (short dependency chains): the row's max, then its exp2 sum
       float mx4[4];
 #pragma unroll
@@ -366,6 +358,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
         }
       l[k] = l[k] * corr[k] + ((sum4[0] + sum4[1]) + (sum4[2] + sum4[3]));
     }
+  };
+  auto rescale_o = [&](const float (&corr)[2]) {
     if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {  // the running max moved
 #pragma unroll
       for (int j = 0; j < D / 8; ++j) {
@@ -373,7 +367,8 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
         o[4 * j + 2] *= corr[1], o[4 * j + 3] *= corr[1];
       }
     }
-    // O += P·V
+  };
+  auto to_p = [&] {  // the probabilities in s as the P·V A fragments
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk) {
       pf[kk][0] = cvt_half2(s[8 * kk + 0], s[8 * kk + 1]);
@@ -381,12 +376,99 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
       pf[kk][2] = cvt_half2(s[8 * kk + 4], s[8 * kk + 5]);
       pf[kk][3] = cvt_half2(s[8 * kk + 6], s[8 * kk + 7]);
     }
+  };
+  auto pv_issue = [&](int t) {  // O += P·V of tile t, asynchronous
     const uint64_t vd0 = v_desc + (((t % kS) * L::kTileBytes) >> 4);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kN / 16; ++kk)  // k step kk: 16 keys, 256 bytes on (2048 swizzled)
       wgmma::mma_rs_tb<D>(o, pf[kk], vd0 + ((L::kSwizzle ? 2048 : 256) * kk >> 4));
     wgmma::commit();
+  };
+  const int step = dual ? 2 : 1;
+  // a consumer warpgroup's turn ends after it issued its MMAs of tile t; the other one waits
+  // for that only if it has a later turn (see the ping-pong count above)
+  auto turn_over = [&](int t) {
+    if (kPingPong && (t + 1 < n_tiles || (cw == 0 && !dual))) hopper::named_arrive(4 - cw, L::kConsumers);
+  };
+  auto hold_s = [&] {
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) hold(s[i]);
+  };
+
+  if constexpr (kQkAhead) {
+    // Decision "prefill-qk-ahead": the scores of tile t + 1 are issued before the P·V of tile
+    // t, and their softmax runs while that P·V does, so a warpgroup keeps the tensor cores
+    // busy on its own between its turns. The warpgroup holds two ring slots (t, t + 1).
+    int t = dual ? cw : 0;
+    float corr[2] = {1.0f, 1.0f};
+    auto kd = [&](int u) { return k_desc + (((u % kS) * L::kTileBytes) >> 4); };
+    if (t < n_tiles) {  // the first tile's scores, outside the turns
+      hopper::mbar_wait(full + t % kS, (t / kS) & 1);
+      qk_chain<L, D / 16>(q_desc, kd(t), 0, s);
+      wgmma::wait<0>();
+      hold_s();
+      softmax_tile(t, corr);
+    }
+    for (; t + step < n_tiles; t += step) {  // a turn: Q·K of tile t + step, P·V of tile t
+      const int tn = t + step;
+      to_p();
+      hopper::mbar_wait(full + tn % kS, (tn / kS) & 1);
+      if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
+      qk_chain<L, D / 16>(q_desc, kd(tn), 0, s);
+      rescale_o(corr);
+      pv_issue(t);
+      turn_over(t);
+      wgmma::wait<1>();  // Q·K of tn done, P·V of t may run
+      hold_s();
+      softmax_tile(tn, corr);
+      pv_wait();
+      hopper::mbar_arrive(empty + t % kS);
+    }
+    if (t < n_tiles) {  // the last tile's P·V
+      to_p();
+      if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
+      rescale_o(corr);
+      pv_issue(t);
+      turn_over(t);
+      pv_wait();
+      hopper::mbar_arrive(empty + t % kS);
+    }
+  } else {
+  for (int t = dual ? cw : 0; t < n_tiles; t += step) {
+    hopper::mbar_wait(full + t % kS, (t / kS) & 1);
+    if (PACKFA_PREFILL_ABLATE == 2) {
+      hopper::mbar_arrive(empty + t % kS);
+      continue;
+    }
+    if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
+    if (kPvOverlap) {  // the previous tile's P·V ran under the two waits above
+      pv_wait();  // unconditional: a branch around it would put register copies of O before it
+      if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
+    }
+    auto issued = [&] { turn_over(t); };
+    const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
+    if constexpr (L::kF16K || L::kKRounded) {
+      qk_chain<L, D / 16>(q_desc, kd0, 0, s);
+      issued();
+      wgmma::wait<0>();
+      hold_s();
+    } else {
+      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
+      bool done = false;
+      if constexpr (D % 32 == 0) {
+        if (p.k_block == 32) {
+          qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
+          done = true;
+        }
+      }
+      if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
+    }
+    float corr[2] = {1.0f, 1.0f};
+    softmax_tile(t, corr);
+    rescale_o(corr);
+    to_p();
+    pv_issue(t);
     if (kPvOverlap) {
       pv_slot = t % kS;
       continue;
@@ -401,6 +483,7 @@ __global__ void __launch_bounds__(384, 1) fa_prefill_kernel(const FaKernelParams
   if (kPvOverlap) {  // the last tile's P·V
     pv_wait();
     if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
+  }
   }
 
   pdl::launch_dependents();

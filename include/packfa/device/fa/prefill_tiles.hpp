@@ -18,6 +18,18 @@
 #ifndef PACKFA_PREFILL_KS128
 #define PACKFA_PREFILL_KS128 0
 #endif
+// fp16 ring depth at head dims up to 128 (prefill-qk-ahead holds two slots a warpgroup)
+#ifndef PACKFA_PREFILL_STAGES
+#define PACKFA_PREFILL_STAGES 3
+#endif
+// decision "prefill-raw-pitch": ggml V rows and block-32 K scale rows packed in the raw ring
+#ifndef PACKFA_PREFILL_RAW_PITCH
+#define PACKFA_PREFILL_RAW_PITCH 1
+#endif
+// decision "prefill-two-producers": 2 producer warpgroups on alternate tiles (head dims up to 128)
+#ifndef PACKFA_PREFILL_PRODUCER_WGS
+#define PACKFA_PREFILL_PRODUCER_WGS 2
+#endif
 #ifndef PACKFA_PREFILL_K_ROUNDED
 #define PACKFA_PREFILL_K_ROUNDED 1
 #endif
@@ -55,16 +67,24 @@ struct PrefillLayout {
   // Warp specialisation (decision "prefill-warp-specialised"): warpgroup 0 stages and widens
   // the cache tiles, warpgroups 1 and 2 compute 64 query rows each; they meet only at the
   // ring's mbarriers.
-  static constexpr int kProducers = 128, kConsumers = 256, kThreads = kProducers + kConsumers;
-  // setmaxnreg budgets, 128·72 + 256·216 = 384·168 (the registers the block was launched with:
-  // setmaxnreg.inc waits for registers the other warpgroup released, so the sum may not exceed
-  // it): the producer spills below 64 (staging loops, unrolled widening), the consumers need
-  // ~210 at D 128
-  static constexpr int kProducerRegs = D <= 128 ? 72 : 56, kConsumerRegs = D <= 128 ? 216 : 224;
-  static constexpr int kStages = 3;  // fp16 K / V ring
+  // Decision "prefill-two-producers": at head dims up to 128 two producer warpgroups take
+  // alternate tiles (warpgroup w the tiles t = w, w + 2, .., raw slot t & 1 = w), so each
+  // scheduler interleaves two producer warps: one alone was latency-bound (LDS -> widen -> STS).
+  static constexpr int kProducerWgs = D <= 128 ? PACKFA_PREFILL_PRODUCER_WGS : 1;
+  static constexpr int kProducerThreads = 128;  // a producer warpgroup
+  static constexpr int kProducers = 128 * kProducerWgs, kConsumers = 256, kThreads = kProducers + kConsumers;
+  // setmaxnreg budgets, kProducers·P + 256·C <= 65536 (the registers the block was launched
+  // with: setmaxnreg.inc waits for registers the other warpgroups released, so the sum may not
+  // exceed it): the producer spills below 64 at q8_0 V (staging loops, unrolled widening), so
+  // with two producer warpgroups the consumers get 184 (ptxas: no spill, no serialised wgmma
+  // in any D 128 instance; 216 with one producer warpgroup)
+  static constexpr int kProducerRegs = kProducerWgs == 2 ? 72 : (D <= 128 ? 72 : 56), kConsumerRegs = kProducerWgs == 2 ? 184 : (D <= 128 ? 216 : 224);
+  static_assert(kProducers * kProducerRegs + kConsumers * kConsumerRegs <= 65536, "setmaxnreg budgets");
   static constexpr int kM = 128;                 // query rows per block, 64 per consumer warpgroup
   static constexpr int kN = D <= 128 ? 64 : 32;  // keys per tile (128 does not fit the rings' shared memory)
   static constexpr bool kF16K = QK == QKMode::f16;
+  // fp16 K / V ring; a fourth slot does not fit beside f16 K's raw ring or D 256's tiles
+  static constexpr int kStages = D <= 128 && !kF16K ? PACKFA_PREFILL_STAGES : 3;
   // Decision "prefill-k-rounded" (PACKFA_PREFILL_K_ROUNDED): the producer writes packed16 K as
   // fp16(k · block scale) and the int8 mode's Q tile holds q · (its block scale / the row's
   // largest), so the scores are one MMA chain over the whole head dim, as for f16 K.
@@ -81,7 +101,16 @@ struct PrefillLayout {
   static constexpr int kVWidth = kVRow % 16 == 0 ? 16 : (kVRow % 8 == 0 ? 8 : (kVRow % 4 == 0 ? 4 : 2));  // the dispatcher checks the cache allows it
   static constexpr int kKs32Row = D % 32 == 0 ? D / 16 : 2;  // scale row bytes, block 32 (head dims of 32s only)
   static constexpr int kKsPitch = kF16K ? 0 : round16(D / 16 * 2);  // scale rows (block 16 at most)
-  static constexpr int kVPitch = odd16(kVRow);
+  // Decision "prefill-raw-pitch": the widening reads ggml V rows (q8_0, q4_0) and K's scale rows
+  // in 2- and 4-byte words, 32 consecutive keys a warp: padded to odd 16-byte units those
+  // pitches put 4 keys in one bank (36 and 4 words); packed to their 8-byte multiple (34 words,
+  // 2 words) 2, and the cp.async pieces that fill them become contiguous. Rows read as 16-byte
+  // words (int8 K, f16 / bf16 V, planar V) keep odd16.
+  static constexpr bool kRawPacked = PACKFA_PREFILL_RAW_PITCH != 0 && D <= 128;
+  static constexpr int kKs32Pitch = kRawPacked && !kF16K && kKs32Row % 4 == 0 ? kKs32Row : kKsPitch;  // block-32 scale rows
+  static constexpr int kVPitch = kRawPacked && (VF == VFormat::q8_0 || VF == VFormat::q4_0) && kVWidth >= 4
+                                     ? (kVRow + kVWidth - 1) / kVWidth * kVWidth
+                                     : odd16(kVRow);
   static constexpr int kVsPitch = VF == VFormat::q8_0_planar ? round16(D / 32 * 2) : 0;
   // fp16 tiles in the MMA layout [D / 8][rows][8]: 16 bytes of 8 consecutive head-dim values of
   // a row, rows consecutive (a core matrix = 8 rows = 128 contiguous bytes).
@@ -265,7 +294,7 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
       ld32(kr + 32 * c, h);
       put16<L::kSwizzle>(kt, kN, key, c, h);
     } else {
-      const char* ksr = raw + L::kRawKs + key * L::kKsPitch;
+      const char* ksr = raw + L::kRawKs + key * (k_block == 32 ? L::kKs32Pitch : L::kKsPitch);
       put_k8(*reinterpret_cast<const uint4*>(kr + 16 * c), [&](int blk) { return ld_u16(ksr + 2 * blk); }, key, c);
     }
 
@@ -289,11 +318,13 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
     // an item's V block is its round (c = 2·round + tid / kN), so the block's alignment is
     // known at compile time (no run-time test). Measured with the consumer changes only: f16 V
     // got slower with this path (1-3%), so the other formats keep the item loop (docs/prefill.md).
-    constexpr int kRounds = kItems / kT, kB = kRounds % 2 == 0 ? 2 : 1;
+    // two items a batch; one with two producer warpgroups (their 56 registers; the other
+    // warpgroup's warp covers the latency)
+    constexpr int kRounds = kItems / kT, kB = kRounds % 2 == 0 && L::kProducerWgs == 1 ? 2 : 1;
     const int key = tid % kN, half = tid / kN;
     const char* kr = raw + L::kRawK + key * L::kKPitch;
     const char* vr = raw + L::kRawV + key * L::kVPitch;
-    const char* ksr = raw + L::kRawKs + key * L::kKsPitch;
+    const char* ksr = raw + L::kRawKs + key * (k_block == 32 ? L::kKs32Pitch : L::kKsPitch);
 #pragma unroll
     for (int r0 = 0; r0 < kRounds; r0 += kB) {
       uint4 kq[kB];
@@ -317,8 +348,11 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
         put16<L::kSwizzle>(vt, kN, key, c, h);
       }
     }
-  } else if constexpr (kItems % kT == 0 && !L::kF16K) {
+  } else if constexpr (kItems % kT == 0 && !L::kF16K && L::kProducerWgs == 1) {
 #pragma unroll
+    for (int i0 = 0; i0 < kItems; i0 += kT) item(i0 + tid);
+  } else if constexpr (kItems % kT == 0 && !L::kF16K) {  // two producer warpgroups: fewer registers
+#pragma unroll 1
     for (int i0 = 0; i0 < kItems; i0 += kT) item(i0 + tid);
   } else if constexpr (kItems % kT == 0) {  // f16 K: 32-byte K loads, fully unrolled they spill
 #pragma unroll 2
