@@ -22,6 +22,38 @@ struct PrefillRow {
   const uint16_t* mask;   // the row's mask (key 0), or null
 };
 
+// Row R of the block's KV head kvh in sequence b: its token, query head, position (clamped; a
+// q_pos outside [0, kv_len) counted in p.errors[1] where `count`), ALiBi slope and mask row.
+// first / end: its visible keys [first, end), set for a valid row (qi < nq) only.
+PACKFA_DEV PrefillRow prefill_row(const FaKernelParams& p, int R, int b, int kvh, int kv_len, bool count, int& first,
+                                  int& end) {
+  PrefillRow ri;
+  ri.qi = R / p.gqa;
+  ri.h = kvh * p.gqa + R % p.gqa;
+  ri.pos = -1;
+  ri.slope = 0.0f;
+  ri.slope_pos = 0.0f;
+  ri.mask_mul = 1.0f;
+  ri.mask = nullptr;
+  if (ri.qi < p.nq) {
+    const int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
+    if (p.q_pos && p.errors && count && (pos < 0 || pos >= kv_len)) atomicAdd(p.errors + 1, 1);
+    ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
+    if (p.alibi_n2 > 0) {
+      ri.slope = ri.h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(ri.h + 1))
+                                   : powf(p.alibi_m1, static_cast<float>(2 * (ri.h - p.alibi_n2) + 1));
+      if (!p.alibi_pos) ri.mask_mul = ri.slope;
+      else ri.slope_pos = ri.slope;
+    }
+    end = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
+    first = p.window > 0 ? ri.pos - p.window + 1 : 0;
+    if (p.mask)
+      ri.mask = p.mask + static_cast<int64_t>(b) * p.mask_seq + static_cast<int64_t>(ri.qi) * p.mask_row +
+                static_cast<int64_t>(ri.h) * p.mask_head;
+  }
+  return ri;
+}
+
 // A consumer thread's two rows (my_row, my_row + 8) at the end of the key loop: O (the wgmma
 // accumulator layout of 64 x D), the running max m and sum l (log2 units, per-thread sums).
 // split_out: write partial `part` of p.num_splits (O unnormalised, (m, l)) for the decode

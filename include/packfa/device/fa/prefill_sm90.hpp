@@ -41,6 +41,7 @@
 #include "packfa/device/fa/prefill_q.hpp"
 #include "packfa/device/fa/prefill_qk.hpp"
 #include "packfa/device/fa/prefill_rows.hpp"
+#include "packfa/device/fa/prefill_producer.hpp"
 #include "packfa/device/fa/prefill_tiles.hpp"
 #include "packfa/pdl.hpp"
 
@@ -57,10 +58,6 @@
 // decision "prefill-qk-ahead" (docs/prefill.md): one MMA chain for the scores only
 #ifndef PACKFA_PREFILL_QK_AHEAD
 #define PACKFA_PREFILL_QK_AHEAD 1
-#endif
-// measurement only (wrong results): 1 no widening, 2 consumers idle, 3 no softmax, 4 no widening or staging
-#ifndef PACKFA_PREFILL_ABLATE
-#define PACKFA_PREFILL_ABLATE 0
 #endif
 
 namespace packfa::device::prefill {
@@ -113,33 +110,9 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
   if (cw >= 0) {
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const int R = r0 + my_row + 8 * k;
-      PrefillRow ri;
-      ri.qi = R / p.gqa;
-      ri.h = kvh * p.gqa + R % p.gqa;
-      ri.pos = -1;
-      ri.slope = 0.0f;
-      ri.slope_pos = 0.0f;
-      ri.mask_mul = 1.0f;
-      ri.mask = nullptr;
-      if (ri.qi < p.nq) {
-        int pos = p.q_pos ? p.q_pos[static_cast<int64_t>(b) * p.nq + ri.qi] : kv_len - p.nq + ri.qi;
-        if (p.q_pos && p.errors && kvh == 0 && split == 0 && (!dual || cw == 0) && lane % 4 == 0 && (pos < 0 || pos >= kv_len))
-          atomicAdd(p.errors + 1, 1);
-        ri.pos = pos < -1 ? -1 : (pos > kv_len ? kv_len : pos);
-        if (p.alibi_n2 > 0) {
-          ri.slope = ri.h < p.alibi_n2 ? powf(p.alibi_m0, static_cast<float>(ri.h + 1))
-                                       : powf(p.alibi_m1, static_cast<float>(2 * (ri.h - p.alibi_n2) + 1));
-          if (!p.alibi_pos) ri.mask_mul = ri.slope;
-          else ri.slope_pos = ri.slope;
-        }
-        end[k] = p.causal ? (ri.pos + 1 < kv_len ? ri.pos + 1 : kv_len) : kv_len;
-        first[k] = p.window > 0 ? ri.pos - p.window + 1 : 0;
-        if (p.mask)
-          ri.mask = p.mask + static_cast<int64_t>(b) * p.mask_seq + static_cast<int64_t>(ri.qi) * p.mask_row +
-                    static_cast<int64_t>(ri.h) * p.mask_head;
-        if (lane % 4 == 0) atomicMin(&s_pos[0], ri.pos), atomicMax(&s_pos[1], ri.pos);
-      }
+      const bool counter = kvh == 0 && split == 0 && (!dual || cw == 0) && lane % 4 == 0;
+      const PrefillRow ri = prefill_row(p, r0 + my_row + 8 * k, b, kvh, kv_len, counter, first[k], end[k]);
+      if (ri.qi < p.nq && lane % 4 == 0) atomicMin(&s_pos[0], ri.pos), atomicMax(&s_pos[1], ri.pos);
       if (lane % 4 == 0 && (!dual || cw == 0)) s_rows[my_row + 8 * k] = ri;
     }
   }
@@ -157,70 +130,8 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
   if (min_pos > max_pos) hi = lo;  // no valid row
   const int n_tiles = hi > lo ? (hi - lo + kN - 1) / kN : 0;
 
-  if (wg < kPw) {  // ---- producer: raw tiles two ahead (cp.async ring of 2) -> fp16 ring of kS ----
-    hopper::regs_shrink<L::kProducerRegs>();
-    // two producer warpgroups (prefill-two-producers): warpgroup wg the tiles wg, wg + 2, ..,
-    // in raw slot wg, its own barrier; one: every tile, raw slots t & 1
-    const int ptid = tid - 128 * wg, bar = wg == 0 ? 1 : 5;
-    const KvPlanes planes = kv_planes<PAGED>(p, b, kvh);
-    const KvView& view = planes.view;
-    const KvPlane &pk = planes.k, &pks = planes.ks, &pv = planes.v, &pvs = planes.vs;
-    constexpr int kT = L::kProducerThreads;
-    auto stage = [&](int t) {  // raw ring slot t & 1; always one commit group
-      constexpr bool kLean = !PAGED && D <= 128 && L::kVWidth >= 4 &&
-                             (L::kF16K || (piece_width(L::kKs32Row) >= 4 && piece_width(D / 8) >= 4)) &&
-                             (VF != VFormat::q8_0_planar || piece_width(D / 16) >= 4);
-      if constexpr (kLean) {  // contiguous planes, pieces of >= 4 bytes: stage_rows
-        if (t < n_tiles) {
-          char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
-          const int t0 = lo + t * kN, n_valid = hi - t0;
-          stage_rows<kN, L::kKRow, 16, L::kKPitch, kT>(raw + L::kRawK, pk.base + t0 * pk.slot, pk.slot, n_valid, ptid);
-          if constexpr (!L::kF16K) {
-            if (p.k_block == 32)
-              stage_rows<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKs32Pitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, ptid);
-            else
-              stage_rows<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT>(raw + L::kRawKs, pks.base + t0 * pks.slot, pks.slot, n_valid, ptid);
-          }
-          stage_rows<kN, L::kVRow, L::kVWidth, L::kVPitch, kT>(raw + L::kRawV, pv.base + t0 * pv.slot, pv.slot, n_valid, ptid);
-          if constexpr (VF == VFormat::q8_0_planar)
-            stage_rows<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT>(raw + L::kRawVs, pvs.base + t0 * pvs.slot, pvs.slot, n_valid, ptid);
-        }
-        arch::copy_async_commit();
-        return;
-      }
-      if (t < n_tiles) {
-        char* raw = smem + L::kRaw + (t & 1) * L::kRawBytes;
-        const int t0 = lo + t * kN;
-        stage_plane<kN, L::kKRow, 16, L::kKPitch, kT, PAGED || (D > 128)>(raw + L::kRawK, pk, view, t0, hi, ptid);
-        if constexpr (!L::kF16K) {  // scale rows of block 32 or 16
-          if (p.k_block == 32)
-            stage_plane<kN, L::kKs32Row, piece_width(L::kKs32Row), L::kKs32Pitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, ptid);
-          else
-            stage_plane<kN, D / 8, piece_width(D / 8), L::kKsPitch, kT, PAGED || (D > 128)>(raw + L::kRawKs, pks, view, t0, hi, ptid);
-        }
-        stage_plane<kN, L::kVRow, L::kVWidth, L::kVPitch, kT, PAGED || (D > 128)>(raw + L::kRawV, pv, view, t0, hi, ptid);
-        if constexpr (VF == VFormat::q8_0_planar)
-          stage_plane<kN, D / 16, piece_width(D / 16), L::kVsPitch, kT, PAGED || (D > 128)>(raw + L::kRawVs, pvs, view, t0, hi, ptid);
-      }
-      arch::copy_async_commit();
-    };
-    stage(wg);
-    if (kPw == 1) stage(1);
-    for (int t = wg; t < n_tiles; t += kPw) {
-      const int s = t % kS;
-      if (kPw == 1) arch::copy_async_wait<1>();  // this thread's pieces of tile t landed (t + 1 may be in flight)
-      else arch::copy_async_wait<0>();
-      hopper::named_sync(bar, kT);  // everyone's
-      if (t >= kS) hopper::mbar_wait(empty + s, (t / kS - 1) & 1);  // tile t - kS read by all consumers
-      if (PACKFA_PREFILL_ABLATE != 1 && PACKFA_PREFILL_ABLATE != 4)
-      widen_tile<D, VF, QK, kT>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + s * L::kTileBytes,
-                                smem + L::kV + s * L::kTileBytes,
-                                reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, ptid);
-      wgmma::fence_smem_for_mma();
-      hopper::mbar_arrive(full + s);
-      hopper::named_sync(bar, kT);  // raw slot t & 1 read by everyone
-      stage(t + 2);
-    }
+  if (wg < kPw) {  // ---- producers: raw tiles two ahead -> fp16 ring of kS (fa/prefill_producer.hpp)
+    produce<D, VF, QK, PAGED>(p, smem, b, kvh, lo, hi, n_tiles, wg, tid, full, empty);
     return;
   }
 

@@ -30,6 +30,10 @@
 #ifndef PACKFA_PREFILL_PRODUCER_WGS
 #define PACKFA_PREFILL_PRODUCER_WGS 2
 #endif
+// measurement only (wrong results): 1 no widening, 2 consumers idle, 3 no softmax, 4 no widening or staging
+#ifndef PACKFA_PREFILL_ABLATE
+#define PACKFA_PREFILL_ABLATE 0
+#endif
 #ifndef PACKFA_PREFILL_K_ROUNDED
 #define PACKFA_PREFILL_K_ROUNDED 1
 #endif
