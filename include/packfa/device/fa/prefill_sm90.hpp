@@ -4,8 +4,9 @@
 // One block: 128 query rows (GQA rows packed as in decode: row r = token r / gqa, head
 // r % gqa of one KV head) against the visible keys of one sequence, in tiles of kN keys, by
 // warp-specialised warpgroups (decision "prefill-warp-specialised"):
-//   producers (head dims up to 128: warpgroups 0 and 1 on alternate tiles, 72 registers,
-//            decision "prefill-two-producers"; D 256: warpgroup 0, 56) —
+//   producers (compact raw rows — int8 K, ggml or planar V — at head dims up to 128:
+//            warpgroups 0 and 1 on alternate tiles, decision "prefill-two-producers";
+//            otherwise warpgroup 0; 72 registers, 56 at D 256) —
 //     stage: cp.async streams the raw cache bytes of tile t + 2 (any K/V format, contiguous or
 //            paged) into a ring of two raw slots (contiguous planes: stage_rows, decision
 //            "prefill-lean-producer"; pitches "prefill-raw-pitch");
@@ -13,13 +14,13 @@
 //            packed16 K as fp16(k · block scale) ("prefill-k-rounded"; switched off: its
 //            exact int8 values, block scales beside in fp32), V by its format's rule; then
 //            marks the slot full (mbarrier);
-//   consumers (the last two warpgroups, 184 registers at D <= 128, 224 at D 256; 64 rows
-//            each) — per tile:
+//   consumers (the last two warpgroups, 184 registers with two producers, else 216, 224 at
+//            D 256; 64 rows each) — per tile:
 //     scores: S = Q·K^T on wgmma (fp16 in, fp32 out), one MMA chain times each row's factor
 //            (switched off: a chain per K scale block, each exact integer block sum scaled as
 //            decode scales it, "prefill-exact-qk");
 //     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers). With
-//     one chain (the default) a warpgroup issues tile t + 1's scores before tile t's P·V and
+//     one chain and two producers a warpgroup issues tile t + 1's scores before tile t's P·V and
 //     runs t + 1's softmax under that P·V ("prefill-qk-ahead"); otherwise the P·V is waited
 //     for after the next tile's barrier waits ("prefill-pv-overlap"). The two consumer
 //     warpgroups take turns only at issuing their MMAs ("prefill-pingpong"), so one's softmax
@@ -186,7 +187,9 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
   // slot is freed there. (Waiting later, at the first Q·K wait, makes ptxas serialise the
   // wgmma: C7514.)
   constexpr bool kPvOverlap = PACKFA_PREFILL_PV_OVERLAP != 0;
-  constexpr bool kQkAhead = PACKFA_PREFILL_QK_AHEAD != 0 && (L::kF16K || L::kKRounded) && PACKFA_PREFILL_ABLATE != 2;
+  // (with two producer warpgroups only: with one it measured 1.01–1.06x the time)
+  constexpr bool kQkAhead = PACKFA_PREFILL_QK_AHEAD != 0 && (L::kF16K || L::kKRounded) && L::kProducerWgs == 2 &&
+                            PACKFA_PREFILL_ABLATE != 2;
   int pv_slot = -1;  // the slot whose P·V may still run
   uint32_t pf[kN / 16][4];
   float s[kN / 2];

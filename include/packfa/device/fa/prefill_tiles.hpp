@@ -74,7 +74,11 @@ struct PrefillLayout {
   // Decision "prefill-two-producers": at head dims up to 128 two producer warpgroups take
   // alternate tiles (warpgroup w the tiles t = w, w + 2, .., raw slot t & 1 = w), so each
   // scheduler interleaves two producer warps: one alone was latency-bound (LDS -> widen -> STS).
-  static constexpr int kProducerWgs = D <= 128 ? PACKFA_PREFILL_PRODUCER_WGS : 1;
+  // (two only where the raw rows are compact — int8 K with ggml or planar V: with f16 / bf16 V
+  // or f16 K the consumers are the bound and two producers, packed pitches or qk-ahead measured
+  // 1.00–1.07x the time; those instances keep the one-producer kernel)
+  static constexpr bool kCompactRaw = QK != QKMode::f16 && VF != VFormat::f16 && VF != VFormat::bf16;
+  static constexpr int kProducerWgs = D <= 128 && kCompactRaw ? PACKFA_PREFILL_PRODUCER_WGS : 1;
   static constexpr int kProducerThreads = 128;  // a producer warpgroup
   static constexpr int kProducers = 128 * kProducerWgs, kConsumers = 256, kThreads = kProducers + kConsumers;
   // setmaxnreg budgets, kProducers·P + 256·C <= 65536 (the registers the block was launched
@@ -110,7 +114,7 @@ struct PrefillLayout {
   // pitches put 4 keys in one bank (36 and 4 words); packed to their 8-byte multiple (34 words,
   // 2 words) 2, and the cp.async pieces that fill them become contiguous. Rows read as 16-byte
   // words (int8 K, f16 / bf16 V, planar V) keep odd16.
-  static constexpr bool kRawPacked = PACKFA_PREFILL_RAW_PITCH != 0 && D <= 128;
+  static constexpr bool kRawPacked = PACKFA_PREFILL_RAW_PITCH != 0 && D <= 128 && kProducerWgs == 2;
   static constexpr int kKs32Pitch = kRawPacked && !kF16K && kKs32Row % 4 == 0 ? kKs32Row : kKsPitch;  // block-32 scale rows
   static constexpr int kVPitch = kRawPacked && (VF == VFormat::q8_0 || VF == VFormat::q4_0) && kVWidth >= 4
                                      ? (kVRow + kVWidth - 1) / kVWidth * kVWidth
