@@ -68,9 +68,9 @@ static_assert(ks_grouped_ok(64, 24) && ks_grouped_ok(32, 8), "prefill-ks128 slot
 template <int D, VFormat VF, QKMode QK>
 struct PrefillLayout {
   static constexpr int kD = D;
-  // Warp specialisation (decision "prefill-warp-specialised"): warpgroup 0 stages and widens
-  // the cache tiles, warpgroups 1 and 2 compute 64 query rows each; they meet only at the
-  // ring's mbarriers.
+  // Warp specialisation (decision "prefill-warp-specialised"): the first warpgroup (or two)
+  // stages and widens the cache tiles, the last two compute 64 query rows each; they meet only
+  // at the ring's mbarriers.
   // Decision "prefill-two-producers": at head dims up to 128 two producer warpgroups take
   // alternate tiles (warpgroup w the tiles t = w, w + 2, .., raw slot t & 1 = w), so each
   // scheduler interleaves two producer warps: one alone was latency-bound (LDS -> widen -> STS).
@@ -326,8 +326,8 @@ PACKFA_DEV void widen_tile(const char* raw, char* kt, char* vt, float* ksf, int 
     // an item's V block is its round (c = 2·round + tid / kN), so the block's alignment is
     // known at compile time (no run-time test). Measured with the consumer changes only: f16 V
     // got slower with this path (1-3%), so the other formats keep the item loop (docs/prefill.md).
-    // two items a batch; one with two producer warpgroups (their 56 registers; the other
-    // warpgroup's warp covers the latency)
+    // two items a batch; one with two producer warpgroups (the other warpgroup's warp on the
+    // scheduler covers the latency; two items spilled at the 48-56 registers tried first)
     constexpr int kRounds = kItems / kT, kB = kRounds % 2 == 0 && L::kProducerWgs == 1 ? 2 : 1;
     const int key = tid % kN, half = tid / kN;
     const char* kr = raw + L::kRawK + key * L::kKPitch;
