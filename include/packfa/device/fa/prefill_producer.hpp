@@ -77,16 +77,16 @@ PACKFA_DEV void produce(const FaKernelParams& p, char* smem, int b, int kvh, int
     else arch::copy_async_wait<0>();
     hopper::named_sync(bar, kT);  // everyone's
     if (t >= kS) hopper::mbar_wait(empty + s, (t / kS - 1) & 1);  // tile t - kS read by all consumers
-    if (PACKFA_PREFILL_ABLATE != 1 && PACKFA_PREFILL_ABLATE != 4)
-    widen_tile<D, VF, QK, kT>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + s * L::kTileBytes,
-                              smem + L::kV + s * L::kTileBytes,
-                              reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, ptid);
+    if (PACKFA_PREFILL_ABLATE != 1 && PACKFA_PREFILL_ABLATE != 4) {
+      widen_tile<D, VF, QK, kT>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + s * L::kTileBytes,
+                                smem + L::kV + s * L::kTileBytes,
+                                reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, ptid);
+    }
     wgmma::fence_smem_for_mma();
     hopper::mbar_arrive(full + s);
     hopper::named_sync(bar, kT);  // raw slot t & 1 read by everyone
     stage(t + 2);
   }
-
 }
 
 }  // namespace packfa::device::prefill

@@ -349,55 +349,55 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
       hopper::mbar_arrive(empty + t % kS);
     }
   } else {
-  for (int t = dual ? cw : 0; t < n_tiles; t += step) {
-    hopper::mbar_wait(full + t % kS, (t / kS) & 1);
-    if (PACKFA_PREFILL_ABLATE == 2) {
+    for (int t = dual ? cw : 0; t < n_tiles; t += step) {
+      hopper::mbar_wait(full + t % kS, (t / kS) & 1);
+      if (PACKFA_PREFILL_ABLATE == 2) {
+        hopper::mbar_arrive(empty + t % kS);
+        continue;
+      }
+      if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
+      if (kPvOverlap) {  // the previous tile's P·V ran under the two waits above
+        pv_wait();  // unconditional: a branch around it would put register copies of O before it
+        if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
+      }
+      auto issued = [&] { turn_over(t); };
+      const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
+      if constexpr (L::kF16K || L::kKRounded) {
+        qk_chain<L, D / 16>(q_desc, kd0, 0, s);
+        issued();
+        wgmma::wait<0>();
+        hold_s();
+      } else {
+        const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
+        bool done = false;
+        if constexpr (D % 32 == 0) {
+          if (p.k_block == 32) {
+            qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
+            done = true;
+          }
+        }
+        if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
+      }
+      float corr[2] = {1.0f, 1.0f};
+      softmax_tile(t, corr);
+      rescale_o(corr);
+      to_p();
+      pv_issue(t);
+      if (kPvOverlap) {
+        pv_slot = t % kS;
+        continue;
+      }
+      pv_wait();  // P·V of t
+      // every consumer thread arrives after its own reads of the slot (its K scales): a release
+      // per reading thread, so the producer's next writes to the slot are ordered after each
+      // read without relying on a warp barrier (compute-sanitizer racecheck flagged the
+      // lane-0-only arrival of each warp, session 11)
       hopper::mbar_arrive(empty + t % kS);
-      continue;
     }
-    if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
-    if (kPvOverlap) {  // the previous tile's P·V ran under the two waits above
-      pv_wait();  // unconditional: a branch around it would put register copies of O before it
+    if (kPvOverlap) {  // the last tile's P·V
+      pv_wait();
       if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
     }
-    auto issued = [&] { turn_over(t); };
-    const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
-    if constexpr (L::kF16K || L::kKRounded) {
-      qk_chain<L, D / 16>(q_desc, kd0, 0, s);
-      issued();
-      wgmma::wait<0>();
-      hold_s();
-    } else {
-      const float* ksf = reinterpret_cast<const float*>(smem + L::kKsf + (t % kS) * L::kKsfBytes);
-      bool done = false;
-      if constexpr (D % 32 == 0) {
-        if (p.k_block == 32) {
-          qk_blocked<L, QK, 32>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
-          done = true;
-        }
-      }
-      if (!done) qk_blocked<L, QK, 16>(q_desc, kd0, ksf, qd_rows, lane, s, issued);
-    }
-    float corr[2] = {1.0f, 1.0f};
-    softmax_tile(t, corr);
-    rescale_o(corr);
-    to_p();
-    pv_issue(t);
-    if (kPvOverlap) {
-      pv_slot = t % kS;
-      continue;
-    }
-    pv_wait();  // P·V of t
-    // every consumer thread arrives after its own reads of the slot (its K scales): a release
-    // per reading thread, so the producer's next writes to the slot are ordered after each
-    // read without relying on a warp barrier (compute-sanitizer racecheck flagged the
-    // lane-0-only arrival of each warp, session 11)
-    hopper::mbar_arrive(empty + t % kS);
-  }
-  if (kPvOverlap) {  // the last tile's P·V
-    pv_wait();
-    if (pv_slot >= 0) hopper::mbar_arrive(empty + pv_slot);
-  }
   }
 
   pdl::launch_dependents();
