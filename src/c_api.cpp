@@ -125,6 +125,26 @@ int packfa_fa_workspace_bytes(const packfa_attn_params* cp, int device, size_t* 
       msg, msg_cap);
 }
 
+int packfa_fa_select_kernel(const packfa_attn_params* cp, int device, char* name, size_t name_cap, int* num_splits,
+                            char* msg, size_t msg_cap) {
+  if (name && name_cap) name[0] = '\0';
+  if (num_splits) *num_splits = 0;
+  return guarded(
+      [&]() -> packfa::Status {
+        packfa::AttnParams p;
+        PACKFA_TRY(to_cpp(cp, &p));
+        packfa::KernelChoice kc;
+        const packfa::Status s = packfa::select_kernel(p, device, &kc);
+        if (name && name_cap) {
+          std::strncpy(name, kc.name.c_str(), name_cap - 1);
+          name[name_cap - 1] = '\0';
+        }
+        if (num_splits && s.ok()) *num_splits = kc.num_splits;
+        return s;
+      },
+      msg, msg_cap);
+}
+
 int packfa_pack_k(const packfa_pack_k_params* cp, void* stream, char* msg, size_t msg_cap) {
   return guarded(
       [&]() -> packfa::Status {

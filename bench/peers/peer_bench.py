@@ -546,9 +546,14 @@ def time_packfa(pf, c, args, l2, K, V):
     wbuf = torch.empty(max(ws, 16), dtype=torch.uint8, device="cuda")
     for p in ps:  # a caller-provided workspace: the library's own buffer cannot grow inside a capture
         p.workspace, p.workspace_bytes = wbuf.data_ptr(), ws
+    try:  # the kernel the timed calls ran (a library older than the query cannot say)
+        kname, ksplits = packfa.select_kernel(pf.lib, ps[0], torch.cuda.current_device())
+    except AttributeError:
+        kname, ksplits = None, None
     calls = [(lambda p=p: pf.forward(p)) for p in ps]
     r = graph_time(calls, args)
     r["workspace_bytes"] = ws
+    r["kernel"], r["splits"] = kname, ksplits
     del sets, base, q, o, wbuf
     return r
 
@@ -650,36 +655,46 @@ def target_ratio(row):
     return 0.9 * row["bytes_ratio"]
 
 
+def kernel_cell(r):
+    """The instance the timed calls ran and its key splits (packfa_fa_select_kernel), e.g. `fa_prefill<…> ×1`."""
+    k = r.get("packfa_kernel")
+    return ("`%s` ×%d" % (k, r.get("packfa_splits") or 0)) if k else ""
+
+
 def write_markdown(path, meta, rows, checks):
     L = ["# Peer bench: packfa vs torch SDPA (fp16)", "",
          "%s, %s, commit %s, torch %s (CUDA %s, cuDNN %s), same-run device copy %.0f GB/s. " % (
              meta["gpu"], meta["date"], meta["commit"], meta["torch"], meta["cuda"], meta["cudnn"], meta["copy_gb_per_s"]),
          "Method: %s" % meta["method"], "",
-         "| case | packfa µs | % copy | SDPA best µs | backend | SDPA % copy | speedup | bytes ratio | target | met |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
+         "| case | packfa µs | % copy | SDPA best µs | backend | SDPA % copy | speedup | bytes ratio | target | met "
+         "| packfa kernel |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("prefill") and not r.get("error"):
             continue  # own table below
         if r.get("error"):
-            L.append("| %s | error: %s | | | | | | | | |" % (r["name"], r["error"].replace("|", "/")))
+            L.append("| %s | error: %s | | | | | | | | | |" % (r["name"], r["error"].replace("|", "/")))
             continue
         sp = r.get("speedup")
-        L.append("| %s | %.1f | %.1f%% | %s | %s | %s | %s | %.2f× | %.2f× | %s |" % (
+        L.append("| %s | %.1f | %.1f%% | %s | %s | %s | %s | %.2f× | %.2f× | %s | %s |" % (
             r["name"], r["packfa_us"], r["packfa_pct_copy"],
             "%.1f" % r["sdpa_best_us"] if r.get("sdpa_best_us") else "n/a", r.get("sdpa_best", "n/a"),
             "%.1f%%" % r["sdpa_pct_copy"] if r.get("sdpa_pct_copy") else "", "%.2f×" % sp if sp else "",
-            r["bytes_ratio"], target_ratio(r), ("yes" if r["meets_target"] else "**no**") if sp else ""))
+            r["bytes_ratio"], target_ratio(r), ("yes" if r["meets_target"] else "**no**") if sp else "",
+            kernel_cell(r)))
     pre = [r for r in rows if r.get("prefill") and not r.get("error")]
     if pre:
         L += ["", "Prefill (TFLOP/s = 4·D·heads·visible (row, key) pairs / t: nq·kv non-causal, nq·kv − nq(nq−1)/2 "
               "causal; causal SDPA: is_causal when nq == kv, else a lower-right mask or CausalBias, see the backend):", "",
-              "| case | causal | packfa µs | packfa TFLOP/s | SDPA best µs | backend | SDPA TFLOP/s | speedup |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| case | causal | packfa µs | packfa TFLOP/s | SDPA best µs | backend | SDPA TFLOP/s | speedup "
+              "| packfa kernel |",
+              "|---|---|---|---|---|---|---|---|---|"]
         for r in pre:
-            L.append("| %s | %s | %.1f | %.1f | %s | %s | %s | %s |" % (
+            L.append("| %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s |" % (
                 r["name"], "yes" if r.get("causal") else "no", r["packfa_us"], r["packfa_tflops"],
                 "%.1f" % r["sdpa_best_us"] if r.get("sdpa_best_us") else "n/a", r.get("sdpa_best", "n/a"),
-                "%.1f" % r["sdpa_tflops"] if r.get("sdpa_tflops") else "", "%.2f×" % r["speedup"] if r.get("speedup") else ""))
+                "%.1f" % r["sdpa_tflops"] if r.get("sdpa_tflops") else "", "%.2f×" % r["speedup"] if r.get("speedup") else "",
+                kernel_cell(r)))
     if checks:
         L += ["", "Correctness (--check, rel. L2 error vs an fp32 reference over the original fp16 K/V):", "",
               "| case | packfa | tolerance | SDPA variants (max) | ok |", "|---|---|---|---|---|"]
@@ -914,7 +929,8 @@ def main():
                     master_key, master = mk, random_kv(*mk)
                 r = time_packfa(pf, c, args, l2, *master)
                 row.update(packfa_us=r["us"], packfa_p10=r["p10"], packfa_p90=r["p90"], packfa_calls=r["calls"],
-                           packfa_sets=r["sets"], packfa_reps=r["reps"], workspace_bytes=r["workspace_bytes"])
+                           packfa_sets=r["sets"], packfa_reps=r["reps"], workspace_bytes=r["workspace_bytes"],
+                           packfa_kernel=r["kernel"], packfa_splits=r["splits"])
                 row["packfa_gbs"] = row["packfa_bytes"] / (row["packfa_us"] * 1e3)
                 row["packfa_pct_copy"] = 100.0 * row["packfa_gbs"] / meta["copy_gb_per_s"]
                 if row.get("sdpa_best_us"):
@@ -942,7 +958,8 @@ def main():
                 ("%.0f TF/s" % row["packfa_tflops"] if row.get("packfa_tflops") else "") if c["prefill"] else
                 ("%.1f%%" % row["packfa_pct_copy"] if row.get("packfa_pct_copy") else ""),
                 "%.1f" % row["sdpa_best_us"] if row.get("sdpa_best_us") else "-", row.get("sdpa_best", "-"),
-                "%.2fx" % row["speedup"] if row.get("speedup") else "-", row["bytes_ratio"], time.time() - T0))
+                "%.2fx" % row["speedup"] if row.get("speedup") else "-", row["bytes_ratio"], time.time() - T0)
+                  + ("  " + kernel_cell(row) if row.get("packfa_kernel") else ""))
             if row.get("error"):
                 print("    error: " + row["error"])
     finally:

@@ -114,6 +114,13 @@ const char* packfa_version(void);
 int packfa_fa_forward(const packfa_attn_params* p, void* stream, char* msg, size_t msg_cap);
 /* Workspace a forward call with these params needs on `device` (0 when none). */
 int packfa_fa_workspace_bytes(const packfa_attn_params* p, int device, size_t* bytes, char* msg, size_t msg_cap);
+/* Which kernel a forward call with these params would run on `device`, without launching it (what
+   packfa::select_kernel answers): the instance name, e.g. "fa_prefill<d128,q8_0,packed16_int8,m128>",
+   NUL-terminated and cut to name_cap bytes, and the number of key splits (1: one pass, no combine).
+   Returns what packfa_fa_forward would return for the same params when no kernel can run (msg says
+   why; name then holds the instance that would have been chosen, or ""). name, num_splits: may be NULL. */
+int packfa_fa_select_kernel(const packfa_attn_params* p, int device, char* name, size_t name_cap, int* num_splits,
+                            char* msg, size_t msg_cap);
 int packfa_pack_k(const packfa_pack_k_params* p, void* stream, char* msg, size_t msg_cap);
 int packfa_quantize_v(const packfa_quantize_v_params* p, void* stream, char* msg, size_t msg_cap);
 

@@ -6,6 +6,7 @@
                           q_type="f16", k_format="packed16", v_format="q8_0", ...)
     packfa.forward(lib, p, stream=0)   # raises packfa.Error("invalid_argument: head_dim: ...")
     packfa.workspace_bytes(lib, p)      # bytes of split scratch the call needs
+    packfa.select_kernel(lib, p)        # (instance name, key splits) the call would run
     packfa.pack_k(lib, packfa.PackKParams(...))        # pack-on-write of new K rows
     packfa.quantize_v(lib, packfa.QuantizeVParams(...))  # quantize-on-write of new V rows
 
@@ -295,6 +296,11 @@ def _bind(lib):
     lib.packfa_fa_workspace_bytes.argtypes = [ctypes.POINTER(AttnParams), ctypes.c_int,
                                               ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t]
     lib.packfa_fa_workspace_bytes.restype = ctypes.c_int
+    if hasattr(lib, "packfa_fa_select_kernel"):  # a library older than the query lacks it
+        lib.packfa_fa_select_kernel.argtypes = [ctypes.POINTER(AttnParams), ctypes.c_int, ctypes.c_char_p,
+                                                ctypes.c_size_t, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p,
+                                                ctypes.c_size_t]
+        lib.packfa_fa_select_kernel.restype = ctypes.c_int
     lib.packfa_pack_k.argtypes = [ctypes.POINTER(PackKParams), ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.packfa_pack_k.restype = ctypes.c_int
     lib.packfa_quantize_v.argtypes = [ctypes.POINTER(QuantizeVParams), ctypes.c_void_p, ctypes.c_char_p,
@@ -331,6 +337,18 @@ def workspace_bytes(lib, params, device=0):
     out = ctypes.c_size_t(0)
     _call(lib.packfa_fa_workspace_bytes, ctypes.byref(params), device, ctypes.byref(out))
     return out.value
+
+
+def select_kernel(lib, params, device=0):
+    """(instance name, key splits) of the kernel a forward call with these params would run on
+    `device`, without launching it; raises Error as forward would when none can run."""
+    _check_host_lens(params)
+    if not hasattr(lib, "packfa_fa_select_kernel"):
+        raise AttributeError("this libpackfa_c.so has no packfa_fa_select_kernel (built before the query)")
+    name = ctypes.create_string_buffer(256)
+    splits = ctypes.c_int(0)
+    _call(lib.packfa_fa_select_kernel, ctypes.byref(params), device, name, len(name), ctypes.byref(splits))
+    return name.value.decode(), splits.value
 
 
 def pack_k(lib, params, stream=0):

@@ -147,6 +147,31 @@ int main(void) {
     EXPECT(strstr(msg, "bytes") != NULL);
   }
 
+  /* kernel query: same validation; the outputs are cleared first and left terminated */
+  {
+    char name[64];
+    int splits = 7;
+    memset(name, 'x', sizeof name);
+    p = good();
+    p.head_dim = 100;
+    EXPECT(packfa_fa_select_kernel(&p, 0, name, sizeof name, &splits, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "head_dim") != NULL);
+    EXPECT(name[0] == '\0' && splits == 0);
+    EXPECT(packfa_fa_select_kernel(NULL, 0, name, sizeof name, &splits, msg, sizeof msg) == 1);
+    EXPECT(strstr(msg, "params") != NULL);
+    /* valid params: 0 with a name on a GPU; without one the forward call's error, and the name
+       is still a terminated string; NULL outputs are allowed */
+    p = good();
+    memset(name, 'x', sizeof name);
+    {
+      const int rc = packfa_fa_select_kernel(&p, 0, name, sizeof name, &splits, msg, sizeof msg);
+      EXPECT(memchr(name, '\0', sizeof name) != NULL);
+      EXPECT(rc != 0 || (strncmp(name, "fa_", 3) == 0 && splits >= 1));
+      EXPECT(rc == 0 || splits == 0);
+      EXPECT(packfa_fa_select_kernel(&p, 0, NULL, 0, NULL, msg, sizeof msg) == rc);
+    }
+  }
+
   /* pack-on-write of K */
   {
     packfa_pack_k_params k;

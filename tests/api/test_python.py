@@ -117,6 +117,12 @@ def good_v(**change):
 p = good()
 p.head_dim = 100
 expect("head_dim", packfa.workspace_bytes, p)
+expect("head_dim", packfa.select_kernel, p)
+try:  # valid params: an instance name and its splits on a GPU; a build without one answers not_compiled
+    name, splits = packfa.select_kernel(lib, good())
+    assert name.startswith("fa_") and splits >= 1, (name, splits)
+except packfa.Error as e:
+    assert e.code != 1, str(e)
 # late fields of the pack / quantize structs prove those layouts agree too
 expect("dst.block", packfa.pack_k, good_k(block=24))
 expect("base_slot", packfa.pack_k, good_k(base_slot=-1))

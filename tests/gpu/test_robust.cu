@@ -293,6 +293,13 @@ TEST_CASE("C ABI packfa_fa_forward on a successful call", "[robust][c_api]") {
     char msg[256] = {0};
     CHECK(packfa_fa_workspace_bytes(&cp, 0, &cws, msg, sizeof msg) == 0);
     CHECK(cws == ws);
+    KernelChoice kc;
+    REQUIRE(select_kernel(p, 0, &kc).ok());
+    char cname[128] = {0};
+    int csplits = 0;
+    CHECK(packfa_fa_select_kernel(&cp, 0, cname, sizeof cname, &csplits, msg, sizeof msg) == 0);
+    CHECK(std::string(cname) == kc.name);
+    CHECK(csplits == kc.num_splits);
     poison(p, hp);
     const int rc = packfa_fa_forward(&cp, nullptr, msg, sizeof msg);
     INFO("C ABI: rc " << rc << " " << msg);

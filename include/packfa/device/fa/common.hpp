@@ -32,6 +32,33 @@ PACKFA_DEV void store_from_float(void* base, int type, int64_t idx, float v) {
     default: static_cast<uint16_t*>(base)[idx] = arch::float_to_bf16(v); break;
   }
 }
+// The same with the type a compile-time DType value, for loops over many elements: they choose
+// the type once outside (with_dtype). A runtime switch per element of an unrolled loop lays the
+// three types' code out interleaved, so the one path a call runs jumps over the others at every
+// element and misses the instruction cache (decision "prefill-epilogue-one-path", docs/prefill.md).
+template <int kType>
+PACKFA_DEV float load_typed(const void* base, int64_t idx) {
+  if constexpr (kType == static_cast<int>(DType::f32)) return static_cast<const float*>(base)[idx];
+  else if constexpr (kType == static_cast<int>(DType::f16)) return arch::half_to_float(static_cast<const uint16_t*>(base)[idx]);
+  else return arch::bf16_to_float(static_cast<const uint16_t*>(base)[idx]);
+}
+template <int kType>
+PACKFA_DEV void store_typed(void* base, int64_t idx, float v) {
+  if constexpr (kType == static_cast<int>(DType::f32)) static_cast<float*>(base)[idx] = v;
+  else if constexpr (kType == static_cast<int>(DType::f16)) static_cast<uint16_t*>(base)[idx] = arch::float_to_half(v);
+  else static_cast<uint16_t*>(base)[idx] = arch::float_to_bf16(v);
+}
+template <int kType>
+struct DTypeTag {
+  static constexpr int value = kType;
+};
+// f(DTypeTag<type>{}) for the runtime DType `type` (f32, f16, else bf16, as load_as_float).
+template <class F>
+PACKFA_DEV void with_dtype(int type, F&& f) {
+  if (type == static_cast<int>(DType::f16)) f(DTypeTag<static_cast<int>(DType::f16)>{});
+  else if (type == static_cast<int>(DType::f32)) f(DTypeTag<static_cast<int>(DType::f32)>{});
+  else f(DTypeTag<static_cast<int>(DType::bf16)>{});
+}
 #endif
 
 }  // namespace packfa::device

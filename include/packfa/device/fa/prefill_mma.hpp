@@ -337,11 +337,14 @@ __global__ void __launch_bounds__(128, 1) fa_prefill_mma_kernel(const FaKernelPa
       if (!valid) continue;
       const int64_t ob = static_cast<int64_t>(b) * p.o_seq + static_cast<int64_t>(ri.qi) * p.o_row +
                          static_cast<int64_t>(ri.head) * p.o_head;
-      PACKFA_UNROLL
-      for (int j = 0; j < D / 16; ++j)
+      with_dtype(p.o_type, [&](auto type) {  // the type once, outside the unrolled stores
         PACKFA_UNROLL
-        for (int i = 0; i < 8; ++i)
-          if (wave::acc_slot(i) == r) store_from_float(p.o, p.o_type, ob + 16 * j + wave::acc_col(i, lane), o[j][i] * inv);
+        for (int j = 0; j < D / 16; ++j)
+          PACKFA_UNROLL
+          for (int i = 0; i < 8; ++i)
+            if (wave::acc_slot(i) == r)
+              store_typed<decltype(type)::value>(p.o, ob + 16 * j + wave::acc_col(i, lane), o[j][i] * inv);
+      });
       if (p.lse && wave::row_leader(lane))
         p.lse[(static_cast<int64_t>(b) * p.nq + ri.qi) * p.n_q_heads + ri.head] = st[r].lse();
     }

@@ -203,50 +203,52 @@ template <int D, VFormat VF, QKMode QK>
 PACKFA_DEV void load_q(const FaKernelParams& p, const void* qp, char* sq, float* sqd, int b, int kvh, int r0, int tid) {
   using L = MmaLayout<D, VF, QK>;
   constexpr int kBlocks = L::kQBlocks;
-  for (int i = tid; i < L::kM * kBlocks; i += L::kThreads) {
-    const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
-    const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
-    const bool valid = qi < p.nq;
-    const int64_t off = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
-                        static_cast<int64_t>(h) * p.q_head + d0;
-    float x[32];
-    PACKFA_UNROLL
-    for (int e = 0; e < 32; ++e) {
-      float v = 0.0f;
-      if (valid && e < n) {
-        v = load_as_float(qp, p.q_type, off + e);
-        if (p.smooth) v *= p.smooth[kvh * D + d0 + e];
-      }
-      x[e] = v;
-    }
-    char* row = sq + r * L::kQPitch;
-    if constexpr (L::kI8Q) {
-      float amax = 0.0f;
+  with_dtype(p.q_type, [&](auto type) {  // the type once, outside the unrolled loads
+    for (int i = tid; i < L::kM * kBlocks; i += L::kThreads) {
+      const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
+      const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
+      const bool valid = qi < p.nq;
+      const int64_t off = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+                          static_cast<int64_t>(h) * p.q_head + d0;
+      float x[32];
       PACKFA_UNROLL
-      for (int e = 0; e < 32; ++e) amax = fmaxf(amax, fabsf(x[e]));
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      uint32_t w[8];
-      PACKFA_UNROLL
-      for (int j = 0; j < 8; ++j) {
-        uint32_t v = 0;
-        PACKFA_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          int q = arch::round_to_int(x[4 * j + e] * inv);
-          q = q < -127 ? -127 : (q > 127 ? 127 : q);
-          v |= (static_cast<uint32_t>(q) & 0xffu) << (8 * e);
+      for (int e = 0; e < 32; ++e) {
+        float v = 0.0f;
+        if (valid && e < n) {
+          v = load_typed<decltype(type)::value>(qp, off + e);
+          if (p.smooth) v *= p.smooth[kvh * D + d0 + e];
         }
-        w[j] = v;
+        x[e] = v;
       }
-      PACKFA_UNROLL
-      for (int j = 0; j < 8; ++j)
-        if (4 * j < n) *reinterpret_cast<uint32_t*>(row + d0 + 4 * j) = w[j];
-      sqd[r * kBlocks + blk] = amax > 0.0f ? amax / 127.0f : 0.0f;
-    } else {
-      PACKFA_UNROLL
-      for (int j = 0; j < 16; ++j)
-        if (2 * j < n) *reinterpret_cast<uint32_t*>(row + 2 * (d0 + 2 * j)) = arch::pack_half2(x[2 * j], x[2 * j + 1]);
+      char* row = sq + r * L::kQPitch;
+      if constexpr (L::kI8Q) {
+        float amax = 0.0f;
+        PACKFA_UNROLL
+        for (int e = 0; e < 32; ++e) amax = fmaxf(amax, fabsf(x[e]));
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        uint32_t w[8];
+        PACKFA_UNROLL
+        for (int j = 0; j < 8; ++j) {
+          uint32_t v = 0;
+          PACKFA_UNROLL
+          for (int e = 0; e < 4; ++e) {
+            int q = arch::round_to_int(x[4 * j + e] * inv);
+            q = q < -127 ? -127 : (q > 127 ? 127 : q);
+            v |= (static_cast<uint32_t>(q) & 0xffu) << (8 * e);
+          }
+          w[j] = v;
+        }
+        PACKFA_UNROLL
+        for (int j = 0; j < 8; ++j)
+          if (4 * j < n) *reinterpret_cast<uint32_t*>(row + d0 + 4 * j) = w[j];
+        sqd[r * kBlocks + blk] = amax > 0.0f ? amax / 127.0f : 0.0f;
+      } else {
+        PACKFA_UNROLL
+        for (int j = 0; j < 16; ++j)
+          if (2 * j < n) *reinterpret_cast<uint32_t*>(row + 2 * (d0 + 2 * j)) = arch::pack_half2(x[2 * j], x[2 * j + 1]);
+      }
     }
-  }
+  });
 }
 
 #endif  // backend

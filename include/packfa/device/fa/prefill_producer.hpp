@@ -32,6 +32,10 @@ PACKFA_DEV void produce(const FaKernelParams& p, char* smem, int b, int kvh, int
   const KvPlane &pk = planes.k, &pks = planes.ks, &pv = planes.v, &pvs = planes.vs;
   constexpr int kT = L::kProducerThreads;
   auto stage = [&](int t) {  // raw ring slot t & 1; always one commit group
+    if (PACKFA_PREFILL_ABLATE == 4 || PACKFA_PREFILL_ABLATE == 5) {  // measurement only: no staging
+      arch::copy_async_commit();
+      return;
+    }
     constexpr bool kLean = !PAGED && D <= 128 && L::kVWidth >= 4 &&
                            (L::kF16K || (piece_width(L::kKs32Row) >= 4 && piece_width(D / 8) >= 4)) &&
                            (VF != VFormat::q8_0_planar || piece_width(D / 16) >= 4);
@@ -77,7 +81,7 @@ PACKFA_DEV void produce(const FaKernelParams& p, char* smem, int b, int kvh, int
     else arch::copy_async_wait<0>();
     hopper::named_sync(bar, kT);  // everyone's
     if (t >= kS) hopper::mbar_wait(empty + s, (t / kS - 1) & 1);  // tile t - kS read by all consumers
-    if (PACKFA_PREFILL_ABLATE != 1 && PACKFA_PREFILL_ABLATE != 4) {
+    if (PACKFA_PREFILL_ABLATE != 1 && PACKFA_PREFILL_ABLATE != 4 && PACKFA_PREFILL_ABLATE != 5) {
       widen_tile<D, VF, QK, kT>(smem + L::kRaw + (t & 1) * L::kRawBytes, smem + L::kK + s * L::kTileBytes,
                                 smem + L::kV + s * L::kTileBytes,
                                 reinterpret_cast<float*>(smem + L::kKsf + s * L::kKsfBytes), p.k_block, ptid);

@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
         }
     }
 #pragma unroll
-    for (int k = 0; k < 2 && PACKFA_PREFILL_ABLATE != 3; ++k) {
+    for (int k = 0; k < 2 && PACKFA_PREFILL_ABLATE != 3 && PACKFA_PREFILL_ABLATE != 5; ++k) {
       // pairwise trees (short dependency chains): the row's max, then its exp2 sum
       float mx4[4];
 #pragma unroll

@@ -30,7 +30,8 @@
 #ifndef PACKFA_PREFILL_PRODUCER_WGS
 #define PACKFA_PREFILL_PRODUCER_WGS 2
 #endif
-// measurement only (wrong results): 1 no widening, 2 consumers idle, 3 no softmax, 4 no widening or staging
+// measurement only (wrong results): 1 no widening, 2 consumers idle, 3 no softmax, 4 no widening or
+// staging (the consumers alone), 5 = 4 and 3 (the consumers' MMA loop alone)
 #ifndef PACKFA_PREFILL_ABLATE
 #define PACKFA_PREFILL_ABLATE 0
 #endif
