@@ -9,6 +9,7 @@
 
 #include "packfa/device/arch.hpp"
 #include "packfa/device/fa/common.hpp"
+#include "packfa/device/fa/rows.hpp"
 #include "packfa/device/fa/score_edit.hpp"
 #include "packfa/device/fa/wave_mma.hpp"
 #include "packfa/device/fa/widen.hpp"
@@ -206,16 +207,13 @@ PACKFA_DEV void load_q(const FaKernelParams& p, const void* qp, char* sq, float*
   with_dtype(p.q_type, [&](auto type) {  // the type once, outside the unrolled loads
     for (int i = tid; i < L::kM * kBlocks; i += L::kThreads) {
       const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
-      const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
-      const bool valid = qi < p.nq;
-      const int64_t off = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
-                          static_cast<int64_t>(h) * p.q_head + d0;
+      const QRowAt at = q_row_at(p, b, kvh, r0 + r, d0);
       float x[32];
       PACKFA_UNROLL
       for (int e = 0; e < 32; ++e) {
         float v = 0.0f;
-        if (valid && e < n) {
-          v = load_typed<decltype(type)::value>(qp, off + e);
+        if (at.valid && e < n) {
+          v = load_typed<decltype(type)::value>(qp, at.off + e);
           if (p.smooth) v *= p.smooth[kvh * D + d0 + e];
         }
         x[e] = v;

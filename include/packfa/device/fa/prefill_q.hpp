@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "packfa/device/fa/prefill_tiles.hpp"
+#include "packfa/device/fa/rows.hpp"
 
 namespace packfa::device::prefill {
 
@@ -61,13 +62,10 @@ PACKFA_DEV void load_q_blocks(const FaKernelParams& p, char* sq, int b, int kvh,
                    p.q_head % kAlign == 0;
   for (int i = tid; i < L::kM * kBlocks; i += L::kConsumers) {
     const int r = i % L::kM, blk = i / L::kM, d0 = 32 * blk, n = D - d0 < 32 ? D - d0 : 32;
-    const int R = r0 + r, qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
-    const bool valid = qi < p.nq;
-    const int64_t off = static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
-                        static_cast<int64_t>(h) * p.q_head + d0;
+    const QRowAt at = q_row_at(p, b, kvh, r0 + r, d0);
     float x[32];
-    q_block<T, kBf16>(q + (valid ? off : 0), valid, vec, n, x);
-    if (p.smooth && valid) {
+    q_block<T, kBf16>(q + (at.valid ? at.off : 0), at.valid, vec, n, x);
+    if (p.smooth && at.valid) {
 #pragma unroll
       for (int e = 0; e < 32; ++e)
         if (e < n) x[e] *= p.smooth[kvh * D + d0 + e];

@@ -32,6 +32,20 @@ PACKFA_DEV BlockRows block_rows(const FaKernelParams& p) {
   return r;
 }
 
+// Row R of a KV head's rows (token R / gqa, q head kvh·gqa + R % gqa; the prefill kernels'
+// Q loads) at dim d0: the element offset of its Q values and whether the token is one of the
+// call's nq.
+struct QRowAt {
+  int64_t off;
+  bool valid;
+};
+PACKFA_DEV QRowAt q_row_at(const FaKernelParams& p, int b, int kvh, int R, int d0) {
+  const int qi = R / p.gqa, h = kvh * p.gqa + R % p.gqa;
+  return QRowAt{static_cast<int64_t>(b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+                    static_cast<int64_t>(h) * p.q_head + d0,
+                qi < p.nq};
+}
+
 // Query positions: q_pos, else the last nq positions of the sequence.
 // q_pos is read from the parameters by the kernel (QueryPos{p, p.q_pos, ...}): read here it
 // became a flat load on gfx11.
