@@ -191,6 +191,7 @@ struct Measured {
   int splits = 0;
   std::string kernel;
   std::string plan;  // row groups, combine kernel, claims, decode switches in effect (KernelChoice)
+  std::string skipped;  // not run: this build has no instance for the case (a lean build's sweep)
 };
 
 const char* vname(VFormat f) {
@@ -398,7 +399,26 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   p.k.scales = packed ? sets[0].s : nullptr;
   p.v.data = sets[0].v;
   p.v.scales = sets[0].vs;
-  PK(select_kernel(p, 0, &ch));
+  auto release = [&] {
+    for (auto& s : sets) {
+      cudaFree(s.k);
+      if (s.s) cudaFree(s.s);
+      cudaFree(s.v);
+      if (s.vs) cudaFree(s.vs);
+    }
+    cudaFree(q);
+    cudaFree(o);
+    cudaFree(kvlen);
+    if (table) cudaFree(table);
+  };
+  const Status sel = select_kernel(p, 0, &ch);
+  if (sel.code() == Code::not_compiled) {
+    release();
+    Measured m;
+    m.skipped = sel.message();
+    return m;
+  }
+  PK(sel);
   size_t ws = 0;
   PK(fa_workspace_bytes(p, 0, &ws));
   void* wsp = nullptr;
@@ -475,16 +495,7 @@ Measured run(const Case& c, int reps, size_t l2_bytes) {
   m.kernel = ch.name;
   m.plan = " rg=" + std::to_string(ch.row_groups) + " comb=" + ch.combine + (ch.claims ? " claims" : "") +
            (ch.split_rounds ? " rounds" : "") + (ch.one_round ? " one_round" : "");
-  for (auto& s : sets) {
-    cudaFree(s.k);
-    if (s.s) cudaFree(s.s);
-    cudaFree(s.v);
-    if (s.vs) cudaFree(s.vs);
-  }
-  cudaFree(q);
-  cudaFree(o);
-  cudaFree(kvlen);
-  if (table) cudaFree(table);
+  release();
   if (wsp) cudaFree(wsp);
   return m;
 }
@@ -811,6 +822,10 @@ int main(int argc, char** argv) {
     if (!selected(c)) continue;
     if (prefill) {  // no f16-K baseline: the prefill A/B is against SDPA (bench/peers/peer_bench.py --prefill)
       const Measured m = run(c, reps, prop.l2CacheSize);
+      if (!m.skipped.empty()) {
+        std::printf("%-4d %2d/%-2d %-5d %-7d skipped: %s\n", c.D, c.H, c.G, c.nq, c.kv, m.skipped.c_str());
+        continue;
+      }
       std::printf("%-4d %2d/%-2d %-5d %-7d %-6s %-5s %-6s %10.1f %8.1f %10.1f  %s s=%d\n", c.D, c.H, c.G, c.nq, c.kv,
                   c.causal ? "yes" : "no", vname(c.vf), c.dot == DotMode::f16 ? "f16" : "int8", m.us, m.tflops, m.us_event,
                   m.kernel.c_str(), m.splits);
@@ -827,6 +842,11 @@ int main(int argc, char** argv) {
       continue;
     }
     const Measured m = run(c, reps, prop.l2CacheSize);
+    if (!m.skipped.empty()) {  // a lean build's sweep goes on; a JSON row only for what ran
+      std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s skipped: %s\n", c.D, c.H, c.G, c.nq, c.batch, c.kv, vname(c.vf),
+                  m.skipped.c_str());
+      continue;
+    }
     Case base = c;
     base.kf = KFormat::f16;
     const Measured mb = no_base ? m : run(base, reps, prop.l2CacheSize);
