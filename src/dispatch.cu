@@ -349,9 +349,10 @@ Status plan_rows_split(const AttnParams& p, int device, const DeviceFacts& f, co
 // prefill kernel's blocks take a split of the keys each and write decode's partials, merged by
 // the decode combine; with at most 64 rows a KV head both consumer warpgroups take the same
 // rows and alternate tiles ("dual", two partials a block split). By its rule it serves MTP rows
-// (at least 64 a KV head, below the prefill rule). PACKFA_WGMMA_SPLIT (read once): 0 off (the
-// rows split on the warp-MMA kernel as before), 1 every call below the prefill rule, decode rows
-// too (tests, A/B), unset the rule (wgmma_split_rule). PACKFA_PREFILL_KERNEL=mma turns it off.
+// (17-63 a KV head where measured, from 64 on below the prefill rule). PACKFA_WGMMA_SPLIT (read
+// once): 0 off (the rows split on the warp-MMA kernel as before), 1 every call below the prefill
+// rule, decode rows too (tests, A/B), unset the rule (wgmma_split_rule).
+// PACKFA_PREFILL_KERNEL=mma turns it off.
 int wgmma_split_mode() {
   static const int mode = [] {
     const char* e = std::getenv("PACKFA_WGMMA_SPLIT");
@@ -368,20 +369,34 @@ int wgmma_split_mode() {
 // nq 32 162.0 / 142.0 / 82.2; nq 64 304.0 / 258.2 / 142.8; D 256 nq 16 at 16 / 2 heads
 // 100.8 / 104.0 / 69.6), kv >= 8192 (8k: 32.6 / 35.7 / 28.1; 16k 50.9 / 51.0 / 40.8; 4k equal:
 // 22.9 / 28.4 / 22.2), the head dims and Q·K modes measured (D 64, 128, 256; not f16 K). Fewer
-// rows stay with the decode kernel (32 rows: 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one
-// row 27.2 / - / 58.4; D 256 at 16 / 2 heads, 8 rows: 42.5 / - / 48.3).
+// rows stay with the decode kernel unless the mid-rows rule below takes them (then, H200 session
+// 15: 32 rows 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one row 27.2 / - / 58.4; D 256 at
+// 16 / 2 heads, 8 rows: 42.5 / - / 48.3).
 // Many rows (decision "wgmma-split-many-rows"): a chunk of at least 512 rows a KV head that the
 // prefill rule leaves only because its blocks fill fewer than half the multiprocessors (few KV
 // heads) is split from kv 4096 on: D 256 at 16 / 2 heads, nq 512 x kv 4k, q8_0 V (H100, session
 // 27, bench/results/h100-2026-12-06-session27.txt): decode row groups 338.7 us, the prefill kernel
 // in one split (64 blocks) 274.5 us, here 157.7 us.
+// Mid rows (decision "wgmma-split-mid-rows"): 17-63 rows a KV head are more than the decode
+// kernel's largest row class (16) holds, so its row groups read every key twice; the split reads
+// them once. Where it measured faster (H100, session 32, bench/results/h100-2026-12-06-session32.txt;
+// us decode / here, 32 / 8 heads, batch 1): q8_0 V nq 5-8 (20-32 rows) kv 8k 22.0-23.3 / 18.2-19.3,
+// 32k 49.5-51.8 / 43.5-44.5, 128k 161.0-163.2 / 142.8-144.7; f16 V kv 8k 25.1-26.5 / 18.3-18.8, 32k
+// 61.2 / 46.7; with the two-round planner below, batches too (nq 6, 32k: batch 2 98.2 / 86.4,
+// batch 4 226.8 / 153.1; f16 V batch 2 162.8 / 91.5). Not: q4_0 V (1.03-1.25x slower at batch 1),
+// q8_0_planar (equal, 46.0 / 46.3), 16 rows or fewer (one decode block: nq 4, 32k 39.9 / 44.1),
+// D 64 / 256 and the fp16-Q dot (not measured here).
 constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
 constexpr int kWgmmaSplitManyRows = 512, kWgmmaSplitManyRowsMinKeys = 4096;
+bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
+  return rows > kRowClasses[kNumRowClasses - 1] && p.head_dim == 128 && qk == QKMode::packed16_int8 &&
+         (p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16);
+}
 bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
   const bool measured = (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && qk != QKMode::f16;
   const bool keys = p.max_kv_len >= kWgmmaSplitMinKeys ||
                     (rows >= kWgmmaSplitManyRows && p.max_kv_len >= kWgmmaSplitManyRowsMinKeys);
-  return measured && rows >= kWgmmaSplitMinRows && keys;
+  return measured && keys && (rows >= kWgmmaSplitMinRows || wgmma_split_mid_rows(p, qk, rows));
 }
 const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
 #if defined(PACKFA_BACKEND_HIP)
@@ -395,7 +410,7 @@ const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKM
 #endif
 }
 // Splits: one block a multiprocessor resides (384 threads, 100-200 KB of shared memory), so one
-// sequence takes one round of blocks, batches about two; each split at least
+// sequence takes one round of blocks, batches at most two; each split at least
 // kRowsSplitMinKeys keys, a multiple of 64 (no tile crosses a split). AttnParams::num_splits
 // counts partials: dual rounds it up to an even count.
 Status plan_wgmma_split(const AttnParams& p, const DeviceFacts& f, const FaInstance* e, int rows, Plan* out) {
@@ -409,7 +424,11 @@ Status plan_wgmma_split(const AttnParams& p, const DeviceFacts& f, const FaInsta
   const int64_t base = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
   int64_t bs = (std::min(p.num_splits, device::kMaxSplits) + per - 1) / per;
   if (p.num_splits <= 0) {
-    const int64_t want = p.batch == 1 ? std::max<int64_t>(1, f.sms / base) : (2LL * f.sms + base - 1) / base;
+    // at most two rounds (decision "wgmma-split-two-rounds"): rounding up gave a third round of
+    // a few blocks (2 x 8 KV heads: 17 splits, 272 blocks on 132 multiprocessors). H100, session
+    // 32, 32 / 8 heads, kv 32k, q8_0 V, us before / after: nq 16 batch 2 115.8 / 92.3, batch 4
+    // 216.1 / 160.5, batch 8 348.0 / 285.9; q4_0 batch 4 246.4 / 181.7; nq 6 batch 2 110.0 / 86.4
+    const int64_t want = std::max<int64_t>(1, (p.batch == 1 ? f.sms : 2LL * f.sms) / base);
     const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits / per, p.max_kv_len / kRowsSplitMinKeys));
     bs = std::max<int64_t>(1, std::min(want, cap));
   }
@@ -501,7 +520,7 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       return Status::Ok();
     }
   }
-  if (rows >= kWgmmaSplitMinRows || wgmma_split_mode() > 0) {
+  if (rows > kRowClasses[kNumRowClasses - 1] || wgmma_split_mode() > 0) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
     if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {

@@ -622,9 +622,11 @@ TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention]
 // reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
 // Decision "wgmma-split" (src/dispatch.cu, wgmma_split_rule): on cc 9.0, with neither
 // PACKFA_WGMMA_SPLIT nor PACKFA_ROWS_SPLIT set, at least 64 rows a KV head below the prefill rule
-// and kv >= 8192 (at least 512 rows: kv >= 4096), at head dims 64, 128 and 256 and packed16 K, run the wgmma prefill kernel in
-// key splits (with <= 64 rows two partials a block split: an even split count); fewer rows,
-// shorter caches, other head dims, f16 K and bf16 V the decode kernel.
+// and kv >= 8192 (at least 512 rows: kv >= 4096), at head dims 64, 128 and 256 and packed16 K,
+// run the wgmma prefill kernel in key splits (with <= 64 rows two partials a block split: an even
+// split count); so do 17-63 rows at D 128 with q8_0 / f16 V and the int8 dot (decision
+// "wgmma-split-mid-rows"); fewer rows, shorter caches, other head dims, f16 K and bf16 V the
+// decode kernel.
 TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
   const DeviceInfo d = device_info(0);
   const char* e1 = std::getenv("PACKFA_ROWS_SPLIT");
@@ -648,8 +650,18 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       {64, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},      // head dim
       {128, VFormat::q8_0_planar, DotMode::int8, 16, 4, 1, 8192, true},
       {128, VFormat::q8_0, DotMode::int8, 32, 4, 1, 32768, true},     // 128 rows: one tile, no pairing
-      {128, VFormat::q8_0, DotMode::int8, 15, 4, 1, 32768, false},    // 60 rows a KV head
-      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, false},     // 32 rows
+      // mid rows (decision "wgmma-split-mid-rows"): 17-63 rows, D 128, q8_0 / f16 V, int8 dot
+      {128, VFormat::q8_0, DotMode::int8, 15, 4, 1, 32768, true},     // 60 rows a KV head
+      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, true},      // 32 rows
+      {128, VFormat::f16, DotMode::int8, 5, 4, 1, 8192, true},        // 20 rows
+      {128, VFormat::q8_0, DotMode::int8, 5, 16, 4, 32768, true},     // 4 KV heads
+      {128, VFormat::q8_0, DotMode::int8, 4, 4, 1, 32768, false},     // 16 rows: one decode block
+      {128, VFormat::q4_0, DotMode::int8, 8, 4, 1, 32768, false},     // q4_0 V: slower there
+      {128, VFormat::q8_0_planar, DotMode::int8, 8, 4, 1, 32768, false},  // planar: equal
+      {128, VFormat::q8_0, DotMode::f16, 8, 4, 1, 32768, false},      // fp16-Q dot: not measured
+      {64, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, false},      // D 64: not measured
+      {256, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, false},     // D 256: not measured
+      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 8191, false},      // kv below 8192
       {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 8191, false},     // kv below 8192
       {128, VFormat::bf16, DotMode::int8, 16, 4, 1, 32768, false},    // bf16 V stays scalar
       {96, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, false},     // head dims not measured
@@ -678,11 +690,14 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
     if (want) CHECK(ch.num_splits > 1);
     if (want && s.nq * (s.H / s.G) <= 64) CHECK(ch.num_splits % 2 == 0);
   }
-  ProblemConfig c = base(128, VFormat::q8_0, 16, 16, 4, 32768);  // 2 sequences x 4 KV heads, against the reference
-  c.batch = 2;
-  const Result r = check(c);
-  INFO("ran " << r.kernel);
-  CHECK((r.choice.name.rfind("fa_prefill<", 0) == 0) == rule);
+  // 2 sequences x 4 KV heads, 64 and 32 rows, against the reference
+  for (int nq : {16, 8}) {
+    ProblemConfig c = base(128, VFormat::q8_0, nq, 16, 4, 32768);
+    c.batch = 2;
+    const Result r = check(c);
+    INFO("nq " << nq << " ran " << r.kernel);
+    CHECK((r.choice.name.rfind("fa_prefill<", 0) == 0) == rule);
+  }
 }
 
 TEST_CASE("bad input: Status names the field and nothing is written", "[attention]") {
