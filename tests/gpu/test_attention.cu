@@ -690,6 +690,21 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
     if (want) CHECK(ch.num_splits > 1);
     if (want && s.nq * (s.H / s.G) <= 64) CHECK(ch.num_splits % 2 == 0);
   }
+  // the split planner's rounds (decision "wgmma-split-two-rounds"): a batch's blocks, one a
+  // multiprocessor, fill two rounds at most (2 x 8 KV heads, 64 rows on 132 multiprocessors:
+  // 16 block splits, 256 blocks; rounding up gave 17, 272 blocks, a third round of 8)
+  if (rule) {
+    ProblemConfig c = base(128, VFormat::q8_0, 16, 32, 8, 32768);
+    c.batch = 2;
+    const KernelChoice ch = planned(c);
+    const int64_t blocks = int64_t{ch.num_splits} / 2 * c.batch * 8;  // dual: two partials a block
+    INFO("batch 2 x 8 KV heads ran " << ch.name << " splits=" << ch.num_splits << " blocks=" << blocks
+                                     << " multiprocessors=" << d.multiprocessors);
+    REQUIRE(ch.name.rfind("fa_prefill<", 0) == 0);
+    CHECK(ch.num_splits % 2 == 0);
+    CHECK(blocks <= 2LL * d.multiprocessors);
+    CHECK(blocks > d.multiprocessors);
+  }
   // 2 sequences x 4 KV heads, 64 and 32 rows, against the reference
   for (int nq : {16, 8}) {
     ProblemConfig c = base(128, VFormat::q8_0, nq, 16, 4, 32768);
