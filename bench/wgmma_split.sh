@@ -15,7 +15,14 @@ cases=(
   "--nq 16 --kv 131072"
   "--nq 16 --kv 131072 --v q4_0"
   "--nq 16 --kv 32768 --v f16"
-  "--nq 8 --kv 32768"                        # 32 rows
+  "--nq 8 --kv 32768"                        # 32 rows (decision "wgmma-split-mid-rows")
+  "--nq 5 --kv 32768"                        # 20 rows
+  "--nq 8 --kv 32768 --v q4_0"               # mid rows, V formats the rule leaves out
+  "--nq 8 --kv 32768 --v q8_0_planar"
+  "--nq 8 --kv 32768 --d 64"                 # mid rows, not measured yet (full build)
+  "--nq 8 --kv 32768 --dot f16"
+  "--nq 6 --kv 32768 --batch 2 --uniform"    # decision "wgmma-split-two-rounds"
+  "--nq 6 --kv 32768 --batch 4 --uniform --v q4_0"
   "--nq 32 --kv 32768"                       # 128 rows (two warpgroups, own rows)
   "--nq 4 --kv 32768"                        # 16 rows: decode's widest class
   "--nq 16 --kv 4096"
