@@ -845,11 +845,16 @@ int main(int argc, char** argv) {
     if (!m.skipped.empty()) {  // a lean build's sweep goes on; a JSON row only for what ran
       std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s skipped: %s\n", c.D, c.H, c.G, c.nq, c.batch, c.kv, vname(c.vf),
                   m.skipped.c_str());
+      if (one_case) return 1;  // the one case asked for did not run
       continue;
     }
     Case base = c;
     base.kf = KFormat::f16;
     const Measured mb = no_base ? m : run(base, reps, prop.l2CacheSize);
+    if (!mb.skipped.empty()) {  // no baseline to compare with: say so rather than print a ratio
+      std::fprintf(stderr, "the f16-K baseline is not in this build (%s): add --no-baseline\n", mb.skipped.c_str());
+      return 1;
+    }
     const double pct = 100.0 * m.gbs / copy;
     std::printf("%-4d %2d/%-2d %-3d %-5d %-7d %-5s %-6s %9.1f %9.1f %8.0f %5.1f%% %9.1f %6.2fx %8.1f  %s s=%d%s\n", c.D, c.H, c.G,
                 c.nq, c.batch, c.kv, vname(c.vf), c.dot == DotMode::f16 ? "f16" : "int8", m.us, m.bytes / 1e6, m.gbs, pct, mb.us, mb.us / m.us, m.us_event,
