@@ -317,6 +317,9 @@ const FaInstance* rows_split_for(const AttnParams& p, const DeviceFacts& f, QKMo
   return &e.fa;
 #endif
 }
+// the most rows a KV head that one decode block holds (its widest row class); more run in row
+// groups, each reading every key, unless a key split on a prefill kernel takes them
+constexpr int kDecodeMaxRows = kRowClasses[kNumRowClasses - 1];
 // Splits as decode plans them (plan() below): one sequence, one round of the resident blocks;
 // batches ~4 blocks a multiprocessor; each split at least kRowsSplitMinKeys keys, a multiple of
 // 64 (every tile size of the kernel divides it, so no tile crosses a split).
@@ -389,7 +392,7 @@ int wgmma_split_mode() {
 constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
 constexpr int kWgmmaSplitManyRows = 512, kWgmmaSplitManyRowsMinKeys = 4096;
 bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
-  return rows > kRowClasses[kNumRowClasses - 1] && p.head_dim == 128 && qk == QKMode::packed16_int8 &&
+  return rows > kDecodeMaxRows && p.head_dim == 128 && qk == QKMode::packed16_int8 &&
          (p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16);
 }
 bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
@@ -520,7 +523,9 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       return Status::Ok();
     }
   }
-  if (rows > kRowClasses[kNumRowClasses - 1] || wgmma_split_mode() > 0) {
+  // key splits on a prefill kernel: past the decode kernel's widest row class (the wgmma split
+  // first, then the warp-MMA rows split), or every call with PACKFA_WGMMA_SPLIT=1
+  if (rows > kDecodeMaxRows || wgmma_split_mode() > 0) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
     if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {
@@ -529,15 +534,13 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
         out->name = prefill_name(p, qk, false, *e);
       return Status::Ok();
     }
-  }
-  if (rows > kRowClasses[kNumRowClasses - 1]) {
-    DeviceFacts f;
-    PACKFA_TRY(device_facts(device, &f));
-    if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
-      PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
-      if (want_name)
-        out->name = prefill_name(p, qk, true, *e);
-      return Status::Ok();
+    if (rows > kDecodeMaxRows) {
+      if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
+        PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
+        if (want_name)
+          out->name = prefill_name(p, qk, true, *e);
+        return Status::Ok();
+      }
     }
   }
   // Smallest row class that holds all rows in one block; otherwise the largest, in groups.

@@ -697,7 +697,7 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
     ProblemConfig c = base(128, VFormat::q8_0, 16, 32, 8, 32768);
     c.batch = 2;
     const KernelChoice ch = planned(c);
-    const int64_t blocks = int64_t{ch.num_splits} / 2 * c.batch * 8;  // dual: two partials a block
+    const int64_t blocks = int64_t{ch.num_splits} / 2 * c.batch * c.n_kv_heads;  // dual: two partials a block
     INFO("batch 2 x 8 KV heads ran " << ch.name << " splits=" << ch.num_splits << " blocks=" << blocks
                                      << " multiprocessors=" << d.multiprocessors);
     REQUIRE(ch.name.rfind("fa_prefill<", 0) == 0);
