@@ -18,7 +18,7 @@
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
 #include "row_plan.hpp"    // detail::d256_row_groups (row classes)
-#include "split_plan.hpp"  // detail::one_round_splits (kv_len_host), detail::trim_tail_round
+#include "split_plan.hpp"  // detail::one_round_splits (kv_len_host), trim_tail_round, wgmma_key_slices
 #include "gpu_cause.hpp"  // device_info / gpu_error: the real cause of a failed probe
 
 #if defined(PACKFA_BACKEND_HIP)
@@ -412,10 +412,10 @@ const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKM
   return e ? &e->fa : nullptr;
 #endif
 }
-// Splits: one block a multiprocessor resides (384 threads, 100-200 KB of shared memory), so one
-// sequence takes one round of blocks, batches at most two; each split at least
-// kRowsSplitMinKeys keys, a multiple of 64 (no tile crosses a split). AttnParams::num_splits
-// counts partials: dual rounds it up to an even count.
+// Splits (detail::wgmma_key_slices): one block a multiprocessor resides (384 threads, 100-200 KB
+// of shared memory), so one sequence takes one round of blocks, batches at most two; each split
+// at least kRowsSplitMinKeys keys. AttnParams::num_splits counts partials: dual rounds it up to
+// an even count.
 Status plan_wgmma_split(const AttnParams& p, const DeviceFacts& f, const FaInstance* e, int rows, Plan* out) {
   out->inst = e;
   out->prefill = true;
@@ -423,22 +423,14 @@ Status plan_wgmma_split(const AttnParams& p, const DeviceFacts& f, const FaInsta
   out->row_groups = (rows + e->rows_per_block - 1) / e->rows_per_block;
   out->rclass = 0;
   out->dual = rows <= e->rows_per_block / 2;
-  const int per = out->dual ? 2 : 1;
   const int64_t base = static_cast<int64_t>(p.batch) * p.n_kv_heads * out->row_groups;
-  int64_t bs = (std::min(p.num_splits, device::kMaxSplits) + per - 1) / per;
-  if (p.num_splits <= 0) {
-    // at most two rounds (decision "wgmma-split-two-rounds"): rounding up gave a third round of
-    // a few blocks (2 x 8 KV heads: 17 splits, 272 blocks on 132 multiprocessors). H100, session
-    // 32, 32 / 8 heads, kv 32k, q8_0 V, us before / after: nq 16 batch 2 115.8 / 92.3, batch 4
-    // 216.1 / 160.5, batch 8 348.0 / 285.9; q4_0 batch 4 246.4 / 181.7; nq 6 batch 2 110.0 / 86.4
-    const int64_t want = std::max<int64_t>(1, (p.batch == 1 ? f.sms : 2LL * f.sms) / base);
-    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(device::kMaxSplits / per, p.max_kv_len / kRowsSplitMinKeys));
-    bs = std::max<int64_t>(1, std::min(want, cap));
-  }
-  const int64_t len = (int64_t{p.max_kv_len} + bs - 1) / bs;
-  out->split_len = static_cast<int>(std::max<int64_t>(64, (len + 63) / 64 * 64));
-  bs = std::max<int64_t>(1, (int64_t{p.max_kv_len} + out->split_len - 1) / out->split_len);
-  out->splits = static_cast<int>(per * bs);
+  // at most two rounds (decision "wgmma-split-two-rounds", split_plan.hpp). H100, session 32,
+  // 32 / 8 heads, kv 32k, q8_0 V, us with a rounded-up count / now: nq 16 batch 2 115.8 / 92.3,
+  // batch 4 216.1 / 160.5, batch 8 348.0 / 285.9; q4_0 batch 4 246.4 / 181.7; nq 6 batch 2 110.0 / 86.4
+  const detail::KeySlices ks = detail::wgmma_key_slices(p.max_kv_len, base, out->dual ? 2 : 1, p.batch, f.sms,
+                                                        p.num_splits, device::kMaxSplits, kRowsSplitMinKeys);
+  out->split_len = static_cast<int>(ks.split_len);
+  out->splits = static_cast<int>(ks.partials);
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // split_plan.hpp — the split count of a batch: with the sequence lengths on the host
-// (AttnParams::kv_len_host; decision "batch-one-round" in bench/NOTES.md), and the blind
-// rule's last-round trim (decision "batch-tail-trim", at the end).
+// (AttnParams::kv_len_host; decision "batch-one-round" in bench/NOTES.md), the blind rule's
+// last-round trim (decision "batch-tail-trim"), and the wgmma kernel's key slices (decision
+// "wgmma-split-two-rounds", at the end).
 //
 // Splits are ceil(max_kv_len / split_len) slices of every sequence; a block whose slice lies
 // past its sequence's length exits at once. With the lengths known, the planner counts the
@@ -70,6 +71,32 @@ inline int64_t trim_tail_round(int64_t splits, int64_t blocks_per_split, int64_t
   const int64_t full = blocks / slots, tail = blocks - full * slots;
   if (full < 1 || tail == 0 || 8 * tail > slots) return splits;
   return std::max<int64_t>(1, full * slots / blocks_per_split);
+}
+
+// Decision "wgmma-split-two-rounds": the key slices of the wgmma kernel's split (one block a
+// multiprocessor resides). `blocks_per_split` = sequences x KV heads x row tiles; `per_block`
+// partials a block (2 where both consumer warpgroups take the same rows, "dual"). Unless the
+// caller fixed `num_splits` (partials, rounded up to whole blocks), one sequence takes one round
+// of blocks and batches at most two: floor(rounds x SMs / blocks_per_split) block splits, each at
+// least `min_keys` keys, a multiple of 64 (no tile crosses a split). Rounding up instead gave a
+// third round of a few blocks (2 x 8 KV heads on 132 multiprocessors: 17 splits, 272 blocks).
+struct KeySlices {
+  int64_t split_len;  // keys a block split takes
+  int64_t partials;   // splits as the combine counts them (per_block x block splits)
+};
+inline KeySlices wgmma_key_slices(int64_t max_kv, int64_t blocks_per_split, int per_block, int64_t batch, int64_t sms,
+                                  int64_t num_splits, int64_t max_partials, int64_t min_keys) {
+  const int64_t per = std::max(per_block, 1);
+  int64_t bs = (std::min(num_splits, max_partials) + per - 1) / per;
+  if (num_splits <= 0) {
+    const int64_t want = std::max<int64_t>(1, (batch == 1 ? sms : 2 * sms) / std::max<int64_t>(blocks_per_split, 1));
+    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(max_partials / per, max_kv / std::max<int64_t>(min_keys, 1)));
+    bs = std::max<int64_t>(1, std::min(want, cap));
+  }
+  const int64_t len = (max_kv + bs - 1) / bs;
+  const int64_t split_len = std::max<int64_t>(64, (len + 63) / 64 * 64);
+  bs = std::max<int64_t>(1, (max_kv + split_len - 1) / split_len);
+  return {split_len, per * bs};
 }
 
 }  // namespace packfa::detail

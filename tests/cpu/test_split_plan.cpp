@@ -103,3 +103,58 @@ TEST_CASE("split_plan: the blind rule's last round is trimmed when at most an ei
   CHECK(trim_tail_round(2, 280, 528) == 1);
   CHECK(trim_tail_round(2, 300, 528) == 2);
 }
+
+// Decision "wgmma-split-two-rounds" (src/split_plan.hpp, hand-counted on 132 multiprocessors,
+// kv 32768, 256-key minimum, 1024 partials at most).
+TEST_CASE("split_plan: the wgmma key slices fill one round, batches two", "[split_plan]") {
+  using packfa::detail::wgmma_key_slices;
+  constexpr int64_t kSms = 132, kMax = 1024, kMin = 256;
+  // one sequence, 8 KV heads, 64 rows dual: floor(132 / 8) = 16 block splits of 2048 keys
+  auto k = wgmma_key_slices(32768, 8, 2, 1, kSms, 0, kMax, kMin);
+  CHECK(k.split_len == 2048);
+  CHECK(k.partials == 32);
+  // 2 sequences x 8 KV heads: floor(264 / 16) = 16 block splits (256 blocks, two rounds);
+  // rounding up asked 17 (272 blocks, a third round of 8)
+  k = wgmma_key_slices(32768, 16, 2, 2, kSms, 0, kMax, kMin);
+  CHECK(k.split_len == 2048);
+  CHECK(k.partials == 32);
+  // 2 KV heads (D 256, 16 / 2 heads, 8 rows): 66 wanted, 32768 / 66 -> 497 -> 512 keys: 64 blocks splits
+  k = wgmma_key_slices(32768, 2, 2, 1, kSms, 0, kMax, kMin);
+  CHECK(k.split_len == 512);
+  CHECK(k.partials == 128);
+  // short caches: at least 256 keys a split (kv 8192, one KV head: 32 splits, not 132)
+  k = wgmma_key_slices(8192, 1, 1, 1, kSms, 0, kMax, kMin);
+  CHECK(k.split_len == 256);
+  CHECK(k.partials == 32);
+  // 1000 keys: 3 splits wanted, 334 -> 384 keys (multiples of 64), 3 slices cover 1152 >= 1000
+  k = wgmma_key_slices(1000, 1, 1, 1, kSms, 0, kMax, kMin);
+  CHECK(k.split_len == 384);
+  CHECK(k.partials == 3);
+  // a caller's count is partials: dual rounds 7 up to 4 blocks, 8 partials
+  k = wgmma_key_slices(32768, 8, 2, 1, kSms, 7, kMax, kMin);
+  CHECK(k.partials == 8);
+  CHECK(k.split_len == 8192);
+  // more blocks a split than multiprocessors: one split
+  k = wgmma_key_slices(32768, 200, 1, 4, kSms, 0, kMax, kMin);
+  CHECK(k.partials == 1);
+  CHECK(k.split_len == 32768);
+  // properties over shapes: slices cover the keys, multiples of 64, at most one round (one
+  // sequence) or two (batches) whenever a split's blocks fit one round
+  for (int64_t batch : {1, 2, 3, 4, 8, 16})
+    for (int64_t heads : {1, 2, 4, 8, 32})
+      for (int per : {1, 2})
+        for (int64_t kv : {64, 4096, 8191, 32768, 131072, 524288}) {
+          const int64_t base = batch * heads;
+          const auto s = wgmma_key_slices(kv, base, per, batch, kSms, 0, kMax, kMin);
+          const int64_t block_splits = s.partials / per;
+          INFO("batch " << batch << " heads " << heads << " per " << per << " kv " << kv << " -> "
+                        << s.partials << " x " << s.split_len);
+          CHECK(s.partials % per == 0);
+          CHECK(s.split_len % 64 == 0);
+          CHECK(block_splits * s.split_len >= kv);
+          CHECK((block_splits - 1) * s.split_len < kv);  // no empty slice
+          CHECK(s.partials <= kMax);
+          if (base <= kSms) CHECK(base * block_splits <= (batch == 1 ? 1 : 2) * kSms);
+          if (block_splits > 1) CHECK(s.split_len >= kMin);
+        }
+}
