@@ -109,35 +109,27 @@ TEST_CASE("split_plan: the blind rule's last round is trimmed when at most an ei
 TEST_CASE("split_plan: the wgmma key slices fill one round, batches two", "[split_plan]") {
   using packfa::detail::wgmma_key_slices;
   constexpr int64_t kSms = 132, kMax = 1024, kMin = 256;
-  // one sequence, 8 KV heads, 64 rows dual: floor(132 / 8) = 16 block splits of 2048 keys
-  auto k = wgmma_key_slices(32768, 8, 2, 1, kSms, 0, kMax, kMin);
-  CHECK(k.split_len == 2048);
-  CHECK(k.partials == 32);
-  // 2 sequences x 8 KV heads: floor(264 / 16) = 16 block splits (256 blocks, two rounds);
-  // rounding up asked 17 (272 blocks, a third round of 8)
-  k = wgmma_key_slices(32768, 16, 2, 2, kSms, 0, kMax, kMin);
-  CHECK(k.split_len == 2048);
-  CHECK(k.partials == 32);
-  // 2 KV heads (D 256, 16 / 2 heads, 8 rows): 66 wanted, 32768 / 66 -> 497 -> 512 keys: 64 blocks splits
-  k = wgmma_key_slices(32768, 2, 2, 1, kSms, 0, kMax, kMin);
-  CHECK(k.split_len == 512);
-  CHECK(k.partials == 128);
-  // short caches: at least 256 keys a split (kv 8192, one KV head: 32 splits, not 132)
-  k = wgmma_key_slices(8192, 1, 1, 1, kSms, 0, kMax, kMin);
-  CHECK(k.split_len == 256);
-  CHECK(k.partials == 32);
-  // 1000 keys: 3 splits wanted, 334 -> 384 keys (multiples of 64), 3 slices cover 1152 >= 1000
-  k = wgmma_key_slices(1000, 1, 1, 1, kSms, 0, kMax, kMin);
-  CHECK(k.split_len == 384);
-  CHECK(k.partials == 3);
-  // a caller's count is partials: dual rounds 7 up to 4 blocks, 8 partials
-  k = wgmma_key_slices(32768, 8, 2, 1, kSms, 7, kMax, kMin);
-  CHECK(k.partials == 8);
-  CHECK(k.split_len == 8192);
-  // more blocks a split than multiprocessors: one split
-  k = wgmma_key_slices(32768, 200, 1, 4, kSms, 0, kMax, kMin);
-  CHECK(k.partials == 1);
-  CHECK(k.split_len == 32768);
+  struct Case {
+    int64_t kv, blocks_per_split;
+    int per_block;
+    int64_t batch, num_splits, split_len, partials;
+    const char* why;
+  };
+  const Case cases[] = {
+      {32768, 8, 2, 1, 0, 2048, 32, "one sequence, 8 KV heads, 64 rows dual: floor(132 / 8) = 16 block splits"},
+      {32768, 16, 2, 2, 0, 2048, 32, "2 x 8 KV heads: floor(264 / 16) = 16 (256 blocks; rounding up gave 17, 272)"},
+      {32768, 2, 2, 1, 0, 512, 128, "D 256 16 / 2 heads, 8 rows: 66 wanted, 497 -> 512 keys, 64 block splits"},
+      {8192, 1, 1, 1, 0, 256, 32, "short cache: at least 256 keys a split (32, not 132)"},
+      {1000, 1, 1, 1, 0, 384, 3, "1000 keys: 3 wanted, 334 -> 384 keys, 3 slices cover 1152"},
+      {32768, 8, 2, 1, 7, 8192, 8, "a caller's count is partials: dual rounds 7 up to 4 blocks"},
+      {32768, 200, 1, 4, 0, 32768, 1, "more blocks a split than multiprocessors: one split"},
+  };
+  for (const Case& c : cases) {
+    const auto k = wgmma_key_slices(c.kv, c.blocks_per_split, c.per_block, c.batch, kSms, c.num_splits, kMax, kMin);
+    INFO(c.why << ": " << k.partials << " x " << k.split_len);
+    CHECK(k.split_len == c.split_len);
+    CHECK(k.partials == c.partials);
+  }
   // properties over shapes: slices cover the keys, multiples of 64, at most one round (one
   // sequence) or two (batches) whenever a split's blocks fit one round
   for (int64_t batch : {1, 2, 3, 4, 8, 16})
