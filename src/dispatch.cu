@@ -372,7 +372,7 @@ int wgmma_split_mode() {
 // nq 32 162.0 / 142.0 / 82.2; nq 64 304.0 / 258.2 / 142.8; D 256 nq 16 at 16 / 2 heads
 // 100.8 / 104.0 / 69.6), kv >= 8192 (8k: 32.6 / 35.7 / 28.1; 16k 50.9 / 51.0 / 40.8; 4k equal:
 // 22.9 / 28.4 / 22.2), the head dims and Q·K modes measured (D 64, 128, 256; not f16 K). Fewer
-// rows stay with the decode kernel unless the mid-rows rule below takes them (then, H200 session
+// rows stay with the decode kernel unless the mid-rows or D 256 rules below take them (then, H200 session
 // 15: 32 rows 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one row 27.2 / - / 58.4; D 256 at
 // 16 / 2 heads, 8 rows: 42.5 / - / 48.3).
 // Many rows (decision "wgmma-split-many-rows"): a chunk of at least 512 rows a KV head that the
@@ -386,20 +386,45 @@ int wgmma_split_mode() {
 // us decode / here, 32 / 8 heads, batch 1): q8_0 V nq 5-8 (20-32 rows) kv 8k 22.0-23.3 / 18.2-19.3,
 // 32k 49.5-51.8 / 43.5-44.5, 128k 161.0-163.2 / 142.8-144.7; f16 V kv 8k 25.1-26.5 / 18.3-18.8, 32k
 // 61.2 / 46.7; with the two-round planner below, batches too (nq 6, 32k: batch 2 98.2 / 86.4,
-// batch 4 226.8 / 153.1; f16 V batch 2 162.8 / 91.5). Not: q4_0 V (1.03-1.25x slower at batch 1),
-// q8_0_planar (equal, 46.0 / 46.3), 16 rows or fewer (one decode block: nq 4, 32k 39.9 / 44.1),
-// D 64 / 256 and the fp16-Q dot (not measured here).
+// batch 4 226.8 / 153.1; f16 V batch 2 162.8 / 91.5). Session 33 (H100, full build, medians of 3,
+// bench/results/h100-2026-12-07-session33.txt) added D 64 (nq 5 / 8 kv 8k 15.8 / 13.3, nq 8 32k
+// 33.4 / 30.8, 128k 102.6 / 98.5, f16 V 33.0 / 31.7, nq 6 batch 2 72.5 / 58.8) and the fp16-Q dot
+// (nq 5 kv 8k 20.3 / 16.7, nq 6 / 8 32k 49.3 / 42.1 and 49.5 / 42.9, 128k 164.0 / 143.2, f16 V
+// 56.2 / 45.6, nq 6 batch 2 94.9 / 81.5). Not: q4_0 V (slower at batch 1: D 128 1.03-1.25x, D 64
+// 1.11x, fp16-Q dot 1.11x), q8_0_planar (equal, 46.0 / 46.3), 16 rows or fewer (one decode block:
+// nq 4, 32k 39.9 / 44.1; fp16-Q dot 38.4 / 41.5). D 256: the rule below.
 constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
 constexpr int kWgmmaSplitManyRows = 512, kWgmmaSplitManyRowsMinKeys = 4096;
 bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
-  return rows > kDecodeMaxRows && p.head_dim == 128 && qk == QKMode::packed16_int8 &&
+  return rows > kDecodeMaxRows && (p.head_dim == 64 || p.head_dim == 128) && qk != QKMode::f16 &&
          (p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16);
 }
-bool wgmma_split_rule(const AttnParams& p, QKMode qk, int rows) {
+// D 256 (decision "wgmma-split-d256"; H100, session 33, 16 / 2 heads unless stated, medians of 3,
+// us decode / here). (a) The fp16-Q dot at 5-8 rows a KV head, which the decode kernel serves with
+// its 8-row fp16-Q class: kv 8k 36.8 / 21.5, 32k 64.3 / 39.0, 128k 161.8 / 128.8, batch 4 x 32k
+// 160.1 / 135.8, 24 / 4 heads (6 rows) 91.6 / 68.6, f16 V 75.8 / 33.4, q4_0 V 50.3 / 34.3 (the
+// int8 dot's 37.5 at 32k: the fp16-Q mode was 1.7x it, now 1.04x). Not: 4 rows (32 / 8 heads:
+// 88.3 / 126.0). (b) The int8 dot at 9-63 rows while the cache the call reads fits L2 (the decode
+// kernel's 16-row class; row groups past 16): nq 2 (16 rows) kv 8k 29.8 / 23.9, 32k 48.1 / 42.8,
+// f16 V 49.0 / 39.2; nq 4 (32 rows) 32k 54.8 / 43.0. Past L2 the decode kernel wins (nq 2 kv 128k
+// 89.5 / 134.7; 32 / 8 heads nq 4 kv 32k, 143 MB, 90.4 / 134.3), and at 8 rows or fewer on the
+// int8 dot everywhere (kv 32k 37.5 / 41.6, 128k 88.7 / 132.7). q4_0 V with the int8 dot: 41.9 /
+// 39.6 at 16 rows, left to decode like the other head dims' q4_0 (not measured past 16 rows).
+bool wgmma_split_d256(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
+  if (p.head_dim != 256) return false;
+  if (qk == QKMode::packed16_f16) return rows >= 5 && rows <= 8;
+  if (qk != QKMode::packed16_int8 || rows <= 8 || (p.v.format != VFormat::q8_0 && p.v.format != VFormat::f16))
+    return false;
+  const double cache = static_cast<double>(p.batch) * p.n_kv_heads * static_cast<double>(p.max_kv_len) *
+                       static_cast<double>(detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format));
+  return f.l2_bytes > 0 && cache <= static_cast<double>(f.l2_bytes);
+}
+bool wgmma_split_rule(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
   const bool measured = (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && qk != QKMode::f16;
   const bool keys = p.max_kv_len >= kWgmmaSplitMinKeys ||
                     (rows >= kWgmmaSplitManyRows && p.max_kv_len >= kWgmmaSplitManyRowsMinKeys);
-  return measured && keys && (rows >= kWgmmaSplitMinRows || wgmma_split_mid_rows(p, qk, rows));
+  return measured && keys &&
+         (rows >= kWgmmaSplitMinRows || wgmma_split_mid_rows(p, qk, rows) || wgmma_split_d256(p, f, qk, rows));
 }
 const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
 #if defined(PACKFA_BACKEND_HIP)
@@ -407,7 +432,7 @@ const FaInstance* wgmma_split_for(const AttnParams& p, const DeviceFacts& f, QKM
   return nullptr;
 #else
   const int mode = wgmma_split_mode();
-  if (mode < 0 || prefill_force_mma() || (mode == 0 && !wgmma_split_rule(p, qk, rows))) return nullptr;
+  if (mode < 0 || prefill_force_mma() || (mode == 0 && !wgmma_split_rule(p, f, qk, rows))) return nullptr;
   const PrefillInstance* e = split_instance(prefill_registry(), p, f, qk);
   return e ? &e->fa : nullptr;
 #endif
@@ -516,8 +541,9 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
     }
   }
   // key splits on a prefill kernel: past the decode kernel's widest row class (the wgmma split
-  // first, then the warp-MMA rows split), or every call with PACKFA_WGMMA_SPLIT=1
-  if (rows > kDecodeMaxRows || wgmma_split_mode() > 0) {
+  // first, then the warp-MMA rows split), D 256 rows that its rule takes (decision
+  // "wgmma-split-d256"), or every call with PACKFA_WGMMA_SPLIT=1
+  if (rows > kDecodeMaxRows || p.head_dim == 256 || wgmma_split_mode() > 0) {
     DeviceFacts f;
     PACKFA_TRY(device_facts(device, &f));
     if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {
