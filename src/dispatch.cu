@@ -404,7 +404,7 @@ bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
 // its 8-row fp16-Q class: kv 8k 36.8 / 21.5, 32k 64.3 / 39.0, 128k 161.8 / 128.8, batch 4 x 32k
 // 160.1 / 135.8, 24 / 4 heads (6 rows) 91.6 / 68.6, f16 V 75.8 / 33.4, q4_0 V 50.3 / 34.3 (the
 // int8 dot's 37.5 at 32k: the fp16-Q mode was 1.7x it, now 1.04x). Not: 4 rows (32 / 8 heads:
-// 88.3 / 126.0). (b) The int8 dot at 9-63 rows while the cache the call reads fits L2 (the decode
+// 88.3 / 126.0); bf16 and planar V not measured. (b) The int8 dot at 9-63 rows while the cache the call reads fits L2 (the decode
 // kernel's 16-row class; row groups past 16): nq 2 (16 rows) kv 8k 29.8 / 23.9, 32k 48.1 / 42.8,
 // f16 V 49.0 / 39.2; nq 4 (32 rows) 32k 54.8 / 43.0. Past L2 the decode kernel wins (nq 2 kv 128k
 // 89.5 / 134.7; 32 / 8 heads nq 4 kv 32k, 143 MB, 90.4 / 134.3), and at 8 rows or fewer on the
@@ -412,9 +412,9 @@ bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
 // 39.6 at 16 rows, left to decode like the other head dims' q4_0 (not measured past 16 rows).
 bool wgmma_split_d256(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
   if (p.head_dim != 256) return false;
-  if (qk == QKMode::packed16_f16) return rows >= 5 && rows <= 8;
-  if (qk != QKMode::packed16_int8 || rows <= 8 || (p.v.format != VFormat::q8_0 && p.v.format != VFormat::f16))
-    return false;
+  const bool q8_f16 = p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16;
+  if (qk == QKMode::packed16_f16) return rows >= 5 && rows <= 8 && (q8_f16 || p.v.format == VFormat::q4_0);
+  if (qk != QKMode::packed16_int8 || rows <= 8 || !q8_f16) return false;
   const double cache = static_cast<double>(p.batch) * p.n_kv_heads * static_cast<double>(p.max_kv_len) *
                        static_cast<double>(detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format));
   return f.l2_bytes > 0 && cache <= static_cast<double>(f.l2_bytes);

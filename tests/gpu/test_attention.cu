@@ -666,7 +666,8 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       // D 256 (decision "wgmma-split-d256"): the fp16-Q dot at 5-8 rows; the int8 dot at 9-63
       // rows while the cache fits L2 (2 x 32k keys x 544 bytes = 36 MB; 128k: 143 MB)
       {256, VFormat::q8_0, DotMode::f16, 1, 16, 2, 32768, true},      // 8 rows
-      {256, VFormat::q4_0, DotMode::f16, 1, 24, 4, 8192, true},       // 6 rows, any V
+      {256, VFormat::q4_0, DotMode::f16, 1, 24, 4, 8192, true},       // 6 rows, q4_0 V too
+      {256, VFormat::q8_0_planar, DotMode::f16, 1, 16, 2, 32768, false},  // planar: not measured
       {256, VFormat::q8_0, DotMode::f16, 1, 32, 8, 32768, false},     // 4 rows
       {256, VFormat::q8_0, DotMode::f16, 1, 16, 2, 8191, false},      // kv below 8192
       {256, VFormat::q8_0, DotMode::int8, 1, 16, 2, 32768, false},    // int8 dot, 8 rows
