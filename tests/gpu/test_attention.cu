@@ -664,7 +664,7 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       {64, VFormat::q8_0, DotMode::int8, 8, 4, 1, 32768, true},       // D 64 (session 33)
       {64, VFormat::q4_0, DotMode::int8, 8, 4, 1, 32768, false},      // ... not with q4_0 V
       // D 256 (decision "wgmma-split-d256"): the fp16-Q dot at 5-8 rows; the int8 dot at 9-63
-      // rows while the cache fits L2 (2 x 32k keys x 544 bytes = 36 MB; 128k: 143 MB)
+      // rows while the cache fits L2 (2 x 32k keys x 544 bytes = 36 MB; 64k: 71 MB, past 50-60 MB)
       {256, VFormat::q8_0, DotMode::f16, 1, 16, 2, 32768, true},      // 8 rows
       {256, VFormat::q4_0, DotMode::f16, 1, 24, 4, 8192, true},       // 6 rows, q4_0 V too
       {256, VFormat::q8_0_planar, DotMode::f16, 1, 16, 2, 32768, false},  // planar: not measured
@@ -673,7 +673,7 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       {256, VFormat::q8_0, DotMode::int8, 1, 16, 2, 32768, false},    // int8 dot, 8 rows
       {256, VFormat::q8_0, DotMode::int8, 2, 16, 2, 32768, true},     // int8 dot, 16 rows in L2
       {256, VFormat::f16, DotMode::int8, 8, 4, 1, 32768, true},       // 32 rows in L2
-      {256, VFormat::q8_0, DotMode::int8, 2, 16, 2, 131072, false},   // past L2
+      {256, VFormat::q8_0, DotMode::int8, 2, 16, 2, 65536, false},    // past L2
       {256, VFormat::q4_0, DotMode::int8, 2, 16, 2, 32768, false},    // q4_0 V
       {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 8191, false},      // kv below 8192
       {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 8191, false},     // kv below 8192
