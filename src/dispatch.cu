@@ -17,7 +17,7 @@
 #include "packfa/device/pack_params.hpp"
 #include "packfa/device/trace.hpp"
 #include "packfa/launch.hpp"
-#include "row_plan.hpp"    // detail::d256_row_groups (row classes)
+#include "row_plan.hpp"    // detail::d256_row_groups (row classes), cache_fits_l2
 #include "split_plan.hpp"  // detail::one_round_splits (kv_len_host), trim_tail_round, wgmma_key_slices
 #include "gpu_cause.hpp"  // device_info / gpu_error: the real cause of a failed probe
 
@@ -372,8 +372,8 @@ int wgmma_split_mode() {
 // nq 32 162.0 / 142.0 / 82.2; nq 64 304.0 / 258.2 / 142.8; D 256 nq 16 at 16 / 2 heads
 // 100.8 / 104.0 / 69.6), kv >= 8192 (8k: 32.6 / 35.7 / 28.1; 16k 50.9 / 51.0 / 40.8; 4k equal:
 // 22.9 / 28.4 / 22.2), the head dims and Q·K modes measured (D 64, 128, 256; not f16 K). Fewer
-// rows stay with the decode kernel unless the mid-rows or D 256 rules below take them (then, H200 session
-// 15: 32 rows 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one row 27.2 / - / 58.4; D 256 at
+// rows stay with the decode kernel unless the mid-rows or D 256 rules below take them (then,
+// H200 session 15: 32 rows 51.7 / 76.6 / 62.5; 16 rows 35.6 / - / 60.8; one row 27.2 / - / 58.4; D 256 at
 // 16 / 2 heads, 8 rows: 42.5 / - / 48.3).
 // Many rows (decision "wgmma-split-many-rows"): a chunk of at least 512 rows a KV head that the
 // prefill rule leaves only because its blocks fill fewer than half the multiprocessors (few KV
@@ -402,22 +402,23 @@ bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
 // D 256 (decision "wgmma-split-d256"; H100, session 33, 16 / 2 heads unless stated, medians of 3,
 // us decode / here). (a) The fp16-Q dot at 5-8 rows a KV head, which the decode kernel serves with
 // its 8-row fp16-Q class: kv 8k 36.8 / 21.5, 32k 64.3 / 39.0, 128k 161.8 / 128.8, batch 4 x 32k
-// 160.1 / 135.8, 24 / 4 heads (6 rows) 91.6 / 68.6, f16 V 75.8 / 33.4, q4_0 V 50.3 / 34.3 (the
-// int8 dot's 37.5 at 32k: the fp16-Q mode was 1.7x it, now 1.04x). Not: 4 rows (32 / 8 heads:
-// 88.3 / 126.0); bf16 and planar V not measured. (b) The int8 dot at 9-63 rows while the cache the call reads fits L2 (the decode
-// kernel's 16-row class; row groups past 16): nq 2 (16 rows) kv 8k 29.8 / 23.9, 32k 48.1 / 42.8,
-// f16 V 49.0 / 39.2; nq 4 (32 rows) 32k 54.8 / 43.0. Past L2 the decode kernel wins (nq 2 kv 128k
-// 89.5 / 134.7; 32 / 8 heads nq 4 kv 32k, 143 MB, 90.4 / 134.3), and at 8 rows or fewer on the
-// int8 dot everywhere (kv 32k 37.5 / 41.6, 128k 88.7 / 132.7). q4_0 V with the int8 dot: 41.9 /
-// 39.6 at 16 rows, left to decode like the other head dims' q4_0 (not measured past 16 rows).
+// 160.1 / 135.8, 24 / 4 heads (6 rows) 91.6 / 68.6, f16 V 75.8 / 33.4, q4_0 V 50.3 / 34.3 (the int8
+// dot's 37.5 at 32k: the fp16-Q mode was 1.7x it, now 1.04x). Not: 4 rows (32 / 8 heads: 88.3 /
+// 126.0); bf16 and planar V not measured. (b) The int8 dot at 9-63 rows while the cache the call
+// reads fits L2 (the decode kernel's 16-row class; row groups past 16): nq 2 (16 rows) kv 8k 29.8 /
+// 23.9, 32k 48.1 / 42.8, f16 V 49.0 / 39.2; nq 4 (32 rows) 32k 54.8 / 43.0. Past L2 the decode
+// kernel wins (nq 2 kv 128k 89.5 / 134.7; 32 / 8 heads nq 4 kv 32k, 143 MB, 90.4 / 134.3), and at 8
+// rows or fewer on the int8 dot everywhere (kv 32k 37.5 / 41.6, 128k 88.7 / 132.7). q4_0 V with the
+// int8 dot: 41.9 / 39.6 at 16 rows, left to decode like the other head dims' q4_0 (not measured
+// past 16 rows).
 bool wgmma_split_d256(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
   if (p.head_dim != 256) return false;
   const bool q8_f16 = p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16;
   if (qk == QKMode::packed16_f16) return rows >= 5 && rows <= 8 && (q8_f16 || p.v.format == VFormat::q4_0);
   if (qk != QKMode::packed16_int8 || rows <= 8 || !q8_f16) return false;
-  const double cache = static_cast<double>(p.batch) * p.n_kv_heads * static_cast<double>(p.max_kv_len) *
-                       static_cast<double>(detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format));
-  return f.l2_bytes > 0 && cache <= static_cast<double>(f.l2_bytes);
+  return detail::cache_fits_l2(p.batch, p.n_kv_heads, p.max_kv_len,
+                               detail::kv_bytes_per_key(p.head_dim, p.k.format, p.k.block, p.v.format),
+                               static_cast<int64_t>(f.l2_bytes));
 }
 bool wgmma_split_rule(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
   const bool measured = (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && qk != QKMode::f16;
@@ -523,9 +524,9 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
   const QKMode qk = qk_mode(p);
   const int gqa = p.n_q_heads / p.n_kv_heads;
   const int rows = gqa * p.nq;
+  DeviceFacts f;  // one lookup for every path below
+  PACKFA_TRY(device_facts(device, &f));
   if (prefill_min_rows() > 0 && rows >= prefill_min_rows()) {
-    DeviceFacts f;
-    PACKFA_TRY(device_facts(device, &f));
     const PrefillPick pick = prefill_for(p, f, qk, rows);
     if (const FaInstance* e = pick.fa) {
       out->inst = e;
@@ -540,25 +541,21 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       return Status::Ok();
     }
   }
-  // key splits on a prefill kernel: past the decode kernel's widest row class (the wgmma split
-  // first, then the warp-MMA rows split), D 256 rows that its rule takes (decision
-  // "wgmma-split-d256"), or every call with PACKFA_WGMMA_SPLIT=1
-  if (rows > kDecodeMaxRows || p.head_dim == 256 || wgmma_split_mode() > 0) {
-    DeviceFacts f;
-    PACKFA_TRY(device_facts(device, &f));
-    if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {
-      PACKFA_TRY(plan_wgmma_split(p, f, e, rows, out));
+  // key splits on a prefill kernel where its rules take the rows (wgmma_split_rule: MTP rows, D 256
+  // rows; every call with PACKFA_WGMMA_SPLIT=1), then the warp-MMA rows split past the decode
+  // kernel's widest row class
+  if (const FaInstance* e = wgmma_split_for(p, f, qk, rows)) {
+    PACKFA_TRY(plan_wgmma_split(p, f, e, rows, out));
+    if (want_name)
+      out->name = prefill_name(p, qk, false, *e);
+    return Status::Ok();
+  }
+  if (rows > kDecodeMaxRows) {
+    if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
+      PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
       if (want_name)
-        out->name = prefill_name(p, qk, false, *e);
+        out->name = prefill_name(p, qk, true, *e);
       return Status::Ok();
-    }
-    if (rows > kDecodeMaxRows) {
-      if (const FaInstance* e = rows_split_for(p, f, qk, rows)) {
-        PACKFA_TRY(plan_rows_split(p, device, f, e, rows, out));
-        if (want_name)
-          out->name = prefill_name(p, qk, true, *e);
-        return Status::Ok();
-      }
     }
   }
   // Smallest row class that holds all rows in one block; otherwise the largest, in groups.
@@ -572,8 +569,6 @@ Status plan(const AttnParams& p, int device, Plan* out, bool want_name = false) 
       break;
     }
   }
-  DeviceFacts f;
-  PACKFA_TRY(device_facts(device, &f));
   if (rclass > 0 && row_table[rclass].rows_per_block == 16 && row_table[0].kernel && d256_row_groups(p, f, rows))
     rclass = 0;
   const FaInstance* inst = &row_table[rclass];

@@ -24,14 +24,20 @@ inline int64_t kv_bytes_per_key(int head_dim, KFormat kf, int k_block, VFormat v
   return k + v_row_bytes(vf, head_dim) + v_scale_row_bytes(vf, head_dim);
 }
 
-// Whether rows that the D = 256 wide class would serve run as 4-row groups: 5-8 rows and a
-// cache (sequences x KV heads x max_kv keys x bytes a key) no larger than L2.
-inline bool d256_row_groups(int head_dim, int rows, int64_t batch, int64_t kv_heads, int64_t max_kv,
-                            int64_t bytes_per_key, int64_t l2_bytes) {
-  if (head_dim != 256 || rows < 5 || rows > 8 || l2_bytes <= 0) return false;
+// Whether the cache a call reads (sequences x KV heads x max_kv keys x bytes a key) fits L2;
+// false where L2's size is unknown (0).
+inline bool cache_fits_l2(int64_t batch, int64_t kv_heads, int64_t max_kv, int64_t bytes_per_key, int64_t l2_bytes) {
+  if (l2_bytes <= 0) return false;
   const double cache = static_cast<double>(batch) * static_cast<double>(kv_heads) * static_cast<double>(max_kv) *
                        static_cast<double>(bytes_per_key);  // up to ~2^65: no int64 product
   return cache <= static_cast<double>(l2_bytes);
+}
+
+// Whether rows that the D = 256 wide class would serve run as 4-row groups: 5-8 rows and a
+// cache that fits L2.
+inline bool d256_row_groups(int head_dim, int rows, int64_t batch, int64_t kv_heads, int64_t max_kv,
+                            int64_t bytes_per_key, int64_t l2_bytes) {
+  return head_dim == 256 && rows >= 5 && rows <= 8 && cache_fits_l2(batch, kv_heads, max_kv, bytes_per_key, l2_bytes);
 }
 
 }  // namespace packfa::detail
