@@ -25,7 +25,11 @@ cases=(
   "--nq 6 --kv 32768 --batch 4 --uniform --v q4_0"
   "--nq 32 --kv 32768"                       # 128 rows (two warpgroups, own rows)
   "--nq 4 --kv 32768"                        # 16 rows: decode's widest class
-  "--nq 16 --kv 4096"
+  "--nq 16 --kv 4096"                        # below the rule's 8192-key floor (session 15: equal
+  "--nq 16 --kv 2048"                        #   at 4k on the H200, before the kernel's later
+  "--nq 8 --kv 4096"                         #   speed-ups); nq 16 x 4k is 0.93x of SDPA on decode
+  "--nq 8 --kv 4096 --v f16"                 #   row groups (H100, 63433d1)
+  "--nq 8 --kv 1024"
   "--nq 16 --kv 32768 --d 64"
   "--nq 16 --kv 32768 --dot f16"
   "--nq 1 --kv 32768"                        # one row: 4 rows a KV head
