@@ -393,8 +393,22 @@ int wgmma_split_mode() {
 // 56.2 / 45.6, nq 6 batch 2 94.9 / 81.5). Not: q4_0 V (slower at batch 1: D 128 1.03-1.25x, D 64
 // 1.11x, fp16-Q dot 1.11x), q8_0_planar (equal, 46.0 / 46.3), 16 rows or fewer (one decode block:
 // nq 4, 32k 39.9 / 44.1; fp16-Q dot 38.4 / 41.5). D 256: the rule below.
+// Short caches (decision "wgmma-split-short"): the 8192-key floor is session 15's (H200: equal
+// at 4k); the prefill kernel has since come down to ~0.55x its time. H100, session 35
+// (bench/results/h100-2026-12-07-session35.txt), D 128, int8 dot, 32 / 8 heads, us decode / here:
+// 64 rows (nq 16) kv 1k 15.0 / 13.2, 2k 17.8 / 14.2, 4k 23.0 / 15.7, f16 V 4k 24.2 / 15.7;
+// 32 rows (nq 8) kv 2k 15.1 / 12.8, 4k 17.7 / 14.1, f16 V 4k 19.1 / 13.6. So at D 128 with the
+// int8 dot and q8_0 / f16 V the floor is 1024 keys from 64 rows, 2048 from 32 rows; 17-31 rows,
+// the other head dims, dots and V formats keep 8192 (not measured below it).
 constexpr int kWgmmaSplitMinRows = 64, kWgmmaSplitMinKeys = 8192;
 constexpr int kWgmmaSplitManyRows = 512, kWgmmaSplitManyRowsMinKeys = 4096;
+int wgmma_split_min_keys(const AttnParams& p, QKMode qk, int rows) {
+  const bool short_ok = p.head_dim == 128 && qk == QKMode::packed16_int8 &&
+                        (p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16);
+  if (short_ok && rows >= kWgmmaSplitMinRows) return 1024;
+  if (short_ok && rows >= 32) return 2048;
+  return kWgmmaSplitMinKeys;
+}
 bool wgmma_split_mid_rows(const AttnParams& p, QKMode qk, int rows) {
   return rows > kDecodeMaxRows && (p.head_dim == 64 || p.head_dim == 128) && qk != QKMode::f16 &&
          (p.v.format == VFormat::q8_0 || p.v.format == VFormat::f16);
@@ -422,7 +436,7 @@ bool wgmma_split_d256(const AttnParams& p, const DeviceFacts& f, QKMode qk, int 
 }
 bool wgmma_split_rule(const AttnParams& p, const DeviceFacts& f, QKMode qk, int rows) {
   const bool measured = (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) && qk != QKMode::f16;
-  const bool keys = p.max_kv_len >= kWgmmaSplitMinKeys ||
+  const bool keys = p.max_kv_len >= wgmma_split_min_keys(p, qk, rows) ||
                     (rows >= kWgmmaSplitManyRows && p.max_kv_len >= kWgmmaSplitManyRowsMinKeys);
   return measured && keys &&
          (rows >= kWgmmaSplitMinRows || wgmma_split_mid_rows(p, qk, rows) || wgmma_split_d256(p, f, qk, rows));

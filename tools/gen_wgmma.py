@@ -7,6 +7,7 @@ registers). One function per N because the accumulator is an explicit register l
 """
 SS_N = [32, 64, 128]                 # Q·K^T: N = keys per tile
 RS_N = [64, 80, 96, 112, 128, 256]   # P·V:   N = head dim
+RSK_N = [64]                         # Q·K^T with Q in registers (decision "prefill-q-regs")
 
 
 def regs(n, first):
@@ -40,6 +41,23 @@ def rs(n):
            % (n, regs(m, 0), m, m + 1, m + 2, m + 3, m + 4),
            "      : " + ", ".join('"+f"(d[%d])' % i for i in range(m)),
            '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));',
+           "#else",
+           "  unsupported();",
+           "#endif",
+           "}"]
+    return "\n".join(out)
+
+
+def rsk(n):
+    m = n // 2
+    out = ["template <> PACKFA_DEV void mma_rs<%d>(float (&d)[%d], const uint32_t (&a)[4], uint64_t b, int acc) {" % (n, m),
+           "#if PACKFA_WGMMA",
+           "  asm volatile(",
+           '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (m + 5),
+           '      "wgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 0;\\n}\\n"'
+           % (n, regs(m, 0), m, m + 1, m + 2, m + 3, m + 4),
+           "      : " + ", ".join('"+f"(d[%d])' % i for i in range(m)),
+           '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));',
            "#else",
            "  unsupported();",
            "#endif",
@@ -134,11 +152,16 @@ PACKFA_DEV void mma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, int acc);
 // halves a register), B 16 x N MN-major in shared memory (transposed descriptor).
 template <int N>
 PACKFA_DEV void mma_rs_tb(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b);
+// d (+)= A·B^T: A 64 x 16 fp16 from registers (layout as above), B N x 16 K-major in shared
+// memory; acc = 0 overwrites d.
+template <int N>
+PACKFA_DEV void mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, int acc);
 '''
 
 if __name__ == "__main__":
     parts = [HEAD]
     parts += [ss(n) for n in SS_N]
     parts += [rs(n) for n in RS_N]
+    parts += [rsk(n) for n in RSK_N]
     parts.append("}  // namespace packfa::device::wgmma\n")
     print("\n".join(parts))

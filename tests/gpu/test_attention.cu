@@ -622,7 +622,8 @@ TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention]
 // reference (test_prefill covers the path's options with PACKFA_ROWS_SPLIT=1).
 // Decision "wgmma-split" (src/dispatch.cu, wgmma_split_rule): on cc 9.0, with neither
 // PACKFA_WGMMA_SPLIT nor PACKFA_ROWS_SPLIT set, at least 64 rows a KV head below the prefill rule
-// and kv >= 8192 (at least 512 rows: kv >= 4096), at head dims 64, 128 and 256 and packed16 K,
+// and kv >= 8192 (at least 512 rows: kv >= 4096; D 128 with the int8 dot and q8_0 / f16 V: 1024,
+// 2048 from 32 rows, "wgmma-split-short"), at head dims 64, 128 and 256 and packed16 K,
 // run the wgmma prefill kernel in key splits (with <= 64 rows two partials a block split: an even
 // split count); so do 17-63 rows at D 128 with q8_0 / f16 V and the int8 dot (decision
 // "wgmma-split-mid-rows"); fewer rows, shorter caches, other head dims, f16 K and bf16 V the
@@ -675,8 +676,19 @@ TEST_CASE("wgmma split: the speed rule", "[attention][dispatch]") {
       {256, VFormat::f16, DotMode::int8, 8, 4, 1, 32768, true},       // 32 rows in L2
       {256, VFormat::q8_0, DotMode::int8, 2, 16, 2, 65536, false},    // past L2
       {256, VFormat::q4_0, DotMode::int8, 2, 16, 2, 32768, false},    // q4_0 V
-      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 8191, false},      // kv below 8192
-      {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 8191, false},     // kv below 8192
+      // short caches (decision "wgmma-split-short"): D 128, int8 dot, q8_0 / f16 V from 1024
+      // keys at 64 rows, 2048 at 32 rows; fewer rows and the rest keep 8192
+      {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 4096, true},      // 64 rows
+      {128, VFormat::f16, DotMode::int8, 16, 4, 1, 1024, true},
+      {128, VFormat::q8_0, DotMode::int8, 16, 4, 1, 1023, false},     // below 1024
+      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 2048, true},       // 32 rows
+      {128, VFormat::q8_0, DotMode::int8, 8, 4, 1, 2047, false},      // below 2048
+      {128, VFormat::q8_0, DotMode::int8, 7, 4, 1, 4096, false},      // 28 rows
+      {128, VFormat::q4_0, DotMode::int8, 16, 4, 1, 4096, false},     // q4_0 V
+      {128, VFormat::q8_0, DotMode::f16, 16, 4, 1, 4096, false},      // fp16-Q dot
+      {64, VFormat::q8_0, DotMode::int8, 16, 4, 1, 4096, false},      // D 64
+      {128, VFormat::q8_0, DotMode::int8, 7, 4, 1, 8191, false},      // kv below 8192
+      {128, VFormat::q4_0, DotMode::int8, 16, 4, 1, 8191, false},     // kv below 8192
       {128, VFormat::bf16, DotMode::int8, 16, 4, 1, 32768, false},    // bf16 V stays scalar
       {96, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, false},     // head dims not measured
       {256, VFormat::q8_0, DotMode::int8, 16, 4, 1, 32768, true},

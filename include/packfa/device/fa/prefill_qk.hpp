@@ -13,6 +13,9 @@
 #ifndef PACKFA_PREFILL_QD_REGS
 #define PACKFA_PREFILL_QD_REGS 0
 #endif
+#ifndef PACKFA_PREFILL_Q_REGS
+#define PACKFA_PREFILL_Q_REGS 1
+#endif
 
 namespace packfa::device::prefill {
 // ---- scores -------------------------------------------------------------------------------------
@@ -34,6 +37,56 @@ PACKFA_DEV void qk_chain(uint64_t qd0, uint64_t kd0, int kk0, float (&acc)[L::kN
       wgmma::mma_ss<kN>(acc, qd0 + ((2 * kk * kM * 16) >> 4), kd0 + ((2 * kk * kN * 16) >> 4), i > 0);
   }
   wgmma::commit();
+}
+// Decision "prefill-q-regs": the one-chain scores (prefill-k-rounded) of the two-producer
+// instances take Q as the A operand from registers for their first kSteps k steps instead of
+// from shared memory. An m64n64k16 from shared memory reads 2 KB of A and 2 KB of B in the 32
+// tensor cycles it takes, 128 bytes a cycle: the shared-memory pipe's whole width, which the
+// producers' staging and widening also need. Q is the same for every tile, so it is read once:
+// 4 registers a step. 4 steps: with all 8 at D 128 ptxas spilled 16 bytes at the consumers'
+// 184 registers (5: 8 bytes). The one-producer instances (f16 / bf16 V, f16 K: consumer-bound)
+// measured within ±1% with it, so keep shared memory. Interleaved layout only.
+// Not at D 64, where the scores' wgmma and P·V's have the same shape (m64n64k16, A from
+// registers): test_prefill failed every D 64 case there (relative error ~0.87, H100, CUDA 13.0
+// ptxas; the PTX read correct, the SASS not examined), and passed at D 80-128.
+#ifndef PACKFA_PREFILL_Q_REG_STEPS
+#define PACKFA_PREFILL_Q_REG_STEPS 4
+#endif
+template <class L>
+struct QRegs {
+  static constexpr bool kOn = PACKFA_PREFILL_Q_REGS != 0 && PACKFA_PREFILL_Q_REG_STEPS > 0 && L::kD > 64 &&
+                              L::kD <= 128 && L::kN == 64 && !L::kSwizzle && L::kKRounded && L::kProducerWgs == 2;
+  static constexpr int kSteps = !kOn ? 0 : (PACKFA_PREFILL_Q_REG_STEPS < L::kD / 16 ? PACKFA_PREFILL_Q_REG_STEPS : L::kD / 16);
+  uint32_t f[kSteps > 0 ? kSteps : 1][4];
+  // rows `row` and row + 8 of the block's Q tile (K-major, core matrices of 8 rows x 16 bytes,
+  // kM·16 bytes apart along K): the A fragment of k step kk is (row, 16kk + 2t), (row + 8, ..),
+  // (row, 16kk + 8 + 2t), (row + 8, ..), t = lane % 4, two fp16 a register (wgmma.hpp's layout)
+  PACKFA_DEV void load(const char* sq, int row, int lane) {
+    const char* base = sq + (row / 8) * 128 + (row % 8) * 16 + (lane % 4) * 4;
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+      for (int v = 0; v < 4; ++v)
+        f[kk][v] = *reinterpret_cast<const uint32_t*>(base + (2 * kk + v / 2) * L::kM * 16 + (v % 2) * 128);
+  }
+};
+// The one-chain scores S = Q·K^T over the whole head dim (f16 K, prefill-k-rounded), issued
+// and committed: Q's first QRegs::kSteps k steps from registers, the rest from shared memory
+// at descriptor qd0; kd0: this slot's K tile.
+template <class L>
+PACKFA_DEV void qk_one_chain(const QRegs<L>& q, uint64_t qd0, uint64_t kd0, float (&acc)[L::kN / 2]) {
+  constexpr int kN = L::kN, kM = L::kM, kR = QRegs<L>::kSteps;
+  if constexpr (kR == 0) {
+    qk_chain<L, L::kD / 16>(qd0, kd0, 0, acc);
+  } else {
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < L::kD / 16; ++kk) {
+      if (kk < kR) wgmma::mma_rs<kN>(acc, q.f[kk < kR ? kk : 0], kd0 + ((2 * kk * kN * 16) >> 4), kk > 0);
+      else wgmma::mma_ss<kN>(acc, qd0 + ((2 * kk * kM * 16) >> 4), kd0 + ((2 * kk * kN * 16) >> 4), kk > 0);
+    }
+    wgmma::commit();
+  }
 }
 // Descriptor of an operand tile at shared address `addr` in the layout L uses (K-major).
 template <class L, int kRows>

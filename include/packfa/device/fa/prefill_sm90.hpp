@@ -16,7 +16,8 @@
 //            marks the slot full (mbarrier);
 //   consumers (the last two warpgroups, 184 registers with two producers, else 216, 224 at
 //            D 256; 64 rows each) — per tile:
-//     scores: S = Q·K^T on wgmma (fp16 in, fp32 out), one MMA chain times each row's factor
+//     scores: S = Q·K^T on wgmma (fp16 in, fp32 out), one MMA chain times each row's factor,
+//            Q from registers ("prefill-q-regs")
 //            (switched off: a chain per K scale block, each exact integer block sum scaled as
 //            decode scales it, "prefill-exact-qk");
 //     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers). With
@@ -147,6 +148,8 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
   if constexpr (kInt8 && !L::kKRounded)
     qd_rows.init(reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32));
   const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + (dual ? 0 : 64 * cw) * (L::kSwizzle ? 128 : 16));
+  QRegs<L> q_regs;  // decision "prefill-q-regs": Q as the scores' A operand from registers
+  q_regs.load(sq, my_row, lane);
   const uint64_t k_desc = kmajor_desc<L, kN>(wgmma::smem_addr(smem + L::kK));
   // V, MN-major (transposed B): interleaved, or 128-byte swizzle with 64-value blocks kN·128 apart
   const uint32_t v_addr = wgmma::smem_addr(smem + L::kV);
@@ -319,7 +322,7 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
     auto kd = [&](int u) { return k_desc + (((u % kS) * L::kTileBytes) >> 4); };
     if (t < n_tiles) {  // the first tile's scores, outside the turns
       hopper::mbar_wait(full + t % kS, (t / kS) & 1);
-      qk_chain<L, D / 16>(q_desc, kd(t), 0, s);
+      qk_one_chain<L>(q_regs, q_desc, kd(t), s);
       wgmma::wait<0>();
       hold_s();
       softmax_tile(t, corr);
@@ -329,7 +332,7 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
       to_p();
       hopper::mbar_wait(full + tn % kS, (tn / kS) & 1);
       if (kPingPong) hopper::named_sync(3 + cw, L::kConsumers);
-      qk_chain<L, D / 16>(q_desc, kd(tn), 0, s);
+      qk_one_chain<L>(q_regs, q_desc, kd(tn), s);
       rescale_o(corr);
       pv_issue(t);
       turn_over(t);
@@ -363,7 +366,7 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
       auto issued = [&] { turn_over(t); };
       const uint64_t kd0 = k_desc + (((t % kS) * L::kTileBytes) >> 4);
       if constexpr (L::kF16K || L::kKRounded) {
-        qk_chain<L, D / 16>(q_desc, kd0, 0, s);
+        qk_one_chain<L>(q_regs, q_desc, kd0, s);
         issued();
         wgmma::wait<0>();
         hold_s();
