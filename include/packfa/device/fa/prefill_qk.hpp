@@ -13,8 +13,9 @@
 #ifndef PACKFA_PREFILL_QD_REGS
 #define PACKFA_PREFILL_QD_REGS 0
 #endif
+// decision "prefill-q-regs" (below): off until the 4-step build's test_prefill has run on a GPU
 #ifndef PACKFA_PREFILL_Q_REGS
-#define PACKFA_PREFILL_Q_REGS 1
+#define PACKFA_PREFILL_Q_REGS 0
 #endif
 
 namespace packfa::device::prefill {
@@ -38,9 +39,9 @@ PACKFA_DEV void qk_chain(uint64_t qd0, uint64_t kd0, int kk0, float (&acc)[L::kN
   }
   wgmma::commit();
 }
-// Decision "prefill-q-regs": the one-chain scores (prefill-k-rounded) of the two-producer
-// instances take Q as the A operand from registers for their first kSteps k steps instead of
-// from shared memory. An m64n64k16 from shared memory reads 2 KB of A and 2 KB of B in the 32
+// Decision "prefill-q-regs" (PACKFA_PREFILL_Q_REGS=1; off by default, docs/prefill.md): the
+// one-chain scores (prefill-k-rounded) of the two-producer instances take Q as the A operand
+// from registers for their first kSteps k steps instead of from shared memory. An m64n64k16 from shared memory reads 2 KB of A and 2 KB of B in the 32
 // tensor cycles it takes, 128 bytes a cycle: the shared-memory pipe's whole width, which the
 // producers' staging and widening also need. Q is the same for every tile, so it is read once:
 // 4 registers a step. 4 steps: with all 8 at D 128 ptxas spilled 16 bytes at the consumers'

@@ -17,7 +17,7 @@
 //   consumers (the last two warpgroups, 184 registers with two producers, else 216, 224 at
 //            D 256; 64 rows each) — per tile:
 //     scores: S = Q·K^T on wgmma (fp16 in, fp32 out), one MMA chain times each row's factor,
-//            Q from registers ("prefill-q-regs")
+//            Q from shared memory (from registers: "prefill-q-regs", a switch)
 //            (switched off: a chain per K scale block, each exact integer block sum scaled as
 //            decode scales it, "prefill-exact-qk");
 //     edits + online softmax in fp32 registers, O += P·V on wgmma (P from registers). With
