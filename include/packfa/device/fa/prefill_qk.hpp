@@ -39,14 +39,15 @@ PACKFA_DEV void qk_chain(uint64_t qd0, uint64_t kd0, int kk0, float (&acc)[L::kN
   }
   wgmma::commit();
 }
-// Decision "prefill-q-regs" (PACKFA_PREFILL_Q_REGS=1; off by default, docs/prefill.md): the
-// one-chain scores (prefill-k-rounded) of the two-producer instances take Q as the A operand
-// from registers for their first kSteps k steps instead of from shared memory. An m64n64k16 from shared memory reads 2 KB of A and 2 KB of B in the 32
-// tensor cycles it takes, 128 bytes a cycle: the shared-memory pipe's whole width, which the
-// producers' staging and widening also need. Q is the same for every tile, so it is read once:
-// 4 registers a step. 4 steps: with all 8 at D 128 ptxas spilled 16 bytes at the consumers'
-// 184 registers (5: 8 bytes). The one-producer instances (f16 / bf16 V, f16 K: consumer-bound)
-// measured within ±1% with it, so keep shared memory. Interleaved layout only.
+// Decision "prefill-q-regs" (compile definition PACKFA_PREFILL_Q_REGS=1; off by default,
+// docs/prefill.md): the one-chain scores (prefill-k-rounded) of the two-producer instances take
+// Q as the A operand from registers for their first kSteps k steps instead of from shared
+// memory. An m64n64k16 from shared memory reads 2 KB of A and 2 KB of B in the 32 tensor cycles
+// it takes, 128 bytes a cycle: the shared-memory pipe's whole width, which the producers'
+// staging and widening also need. Q is the same for every tile, so it is read once: 4
+// registers a step. 4 steps: with all 8 at D 128 ptxas spilled 16 bytes at the consumers' 184
+// registers (5: 8 bytes). The one-producer instances (f16 / bf16 V, f16 K: consumer-bound)
+// measured within ±1% with all 8 steps, so they keep shared memory. Interleaved layout only.
 // Not at D 64, where the scores' wgmma and P·V's have the same shape (m64n64k16, A from
 // registers): test_prefill failed every D 64 case there (relative error ~0.87, H100, CUDA 13.0
 // ptxas; the PTX read correct, the SASS not examined), and passed at D 80-128.

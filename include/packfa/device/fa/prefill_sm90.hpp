@@ -29,10 +29,8 @@
 // Key splits (decision "wgmma-split"): with p.num_splits > 1 each block takes a split of the
 // keys and writes decode's partials for the decode combine; with <= 64 rows a KV head both
 // consumer warpgroups take the same rows and alternate tiles (MTP rows, docs/prefill.md).
-// Why fp16 MMA for Q·K and not int8 (decision "prefill-f16-qk", docs/prefill.md): the K
-// scale varies per 32 values along head_dim, so int8 MMA partials need an int->float convert
-// and FMA per score per 32-block on the FP32 pipe (conversions at quarter rate); exact
-// integer products on fp16 tensor cores give the same sums with fp32 accumulators.
+// fp16 MMA for Q·K, not int8 (decision "prefill-f16-qk", docs/prefill.md): K's scale varies
+// per 32 values, so int8 partials would need a convert and an FMA a score and 32-block.
 #pragma once
 
 #include <cstdint>
@@ -148,7 +146,7 @@ __global__ void __launch_bounds__(PrefillLayout<D, VF, QK>::kThreads, 1) fa_pref
   if constexpr (kInt8 && !L::kKRounded)
     qd_rows.init(reinterpret_cast<const float*>(smem + L::kQd) + my_row * ((D + 31) / 32));
   const uint64_t q_desc = kmajor_desc<L, kM>(wgmma::smem_addr(sq) + (dual ? 0 : 64 * cw) * (L::kSwizzle ? 128 : 16));
-  QRegs<L> q_regs;  // decision "prefill-q-regs": Q as the scores' A operand from registers
+  QRegs<L> q_regs;  // decision "prefill-q-regs" (a switch): Q from registers
   q_regs.load(sq, my_row, lane);
   const uint64_t k_desc = kmajor_desc<L, kN>(wgmma::smem_addr(smem + L::kK));
   // V, MN-major (transposed B): interleaved, or 128-byte swizzle with 64-value blocks kN·128 apart
