@@ -31,33 +31,20 @@ def ss(n):
     return "\n".join(out)
 
 
-def rs(n):
+def rs(n, transposed):
+    """A from registers. transposed: B MN-major, always accumulating (P·V, mma_rs_tb);
+    otherwise B K-major with an `acc` argument (Q·K, mma_rs)."""
     m = n // 2
-    out = ["template <> PACKFA_DEV void mma_rs_tb<%d>(float (&d)[%d], const uint32_t (&a)[4], uint64_t b) {" % (n, m),
+    name, acc_param, acc_arg = ("mma_rs_tb", "", "1") if transposed else ("mma_rs", ", int acc", "acc")
+    out = ["template <> PACKFA_DEV void %s<%d>(float (&d)[%d], const uint32_t (&a)[4], uint64_t b%s) {"
+           % (name, n, m, acc_param),
            "#if PACKFA_WGMMA",
            "  asm volatile(",
            '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (m + 5),
-           '      "wgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;\\n}\\n"'
-           % (n, regs(m, 0), m, m + 1, m + 2, m + 3, m + 4),
+           '      "wgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d;\\n}\\n"'
+           % (n, regs(m, 0), m, m + 1, m + 2, m + 3, m + 4, 1 if transposed else 0),
            "      : " + ", ".join('"+f"(d[%d])' % i for i in range(m)),
-           '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));',
-           "#else",
-           "  unsupported();",
-           "#endif",
-           "}"]
-    return "\n".join(out)
-
-
-def rsk(n):
-    m = n // 2
-    out = ["template <> PACKFA_DEV void mma_rs<%d>(float (&d)[%d], const uint32_t (&a)[4], uint64_t b, int acc) {" % (n, m),
-           "#if PACKFA_WGMMA",
-           "  asm volatile(",
-           '      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (m + 5),
-           '      "wgmma.mma_async.sync.aligned.m64n%dk16.f32.f16.f16 {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 0;\\n}\\n"'
-           % (n, regs(m, 0), m, m + 1, m + 2, m + 3, m + 4),
-           "      : " + ", ".join('"+f"(d[%d])' % i for i in range(m)),
-           '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));',
+           '      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(%s));' % acc_arg,
            "#else",
            "  unsupported();",
            "#endif",
@@ -161,7 +148,7 @@ PACKFA_DEV void mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b, in
 if __name__ == "__main__":
     parts = [HEAD]
     parts += [ss(n) for n in SS_N]
-    parts += [rs(n) for n in RS_N]
-    parts += [rsk(n) for n in RSK_N]
+    parts += [rs(n, True) for n in RS_N]
+    parts += [rs(n, False) for n in RSK_N]
     parts.append("}  // namespace packfa::device::wgmma\n")
     print("\n".join(parts))
