@@ -35,21 +35,11 @@
 #define PACKFA_DEV_STAGE __device__ inline
 #define PACKFA_GLOBAL __global__
 #define PACKFA_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
-// A register cap for sm_90 code (decision "d256-reg-cap", fa/traits.hpp: fa_reg_cap):
-// .maxnreg there (and in the host pass, which only names the kernel); the older architectures
-// of the same fatbin keep the plain bounds, since the cap spilled there and their smaller
-// shared memory holds no more blocks anyway.
-#if defined(PACKFA_BACKEND_HIP) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900)
-#define PACKFA_REG_CAP(threads, regs) __launch_bounds__(threads, 1)
-#else
-#define PACKFA_REG_CAP(threads, regs) __maxnreg__(regs)
-#endif
 #else
 #define PACKFA_HD inline
 #define PACKFA_DEV inline
 #define PACKFA_DEV_STAGE inline
 #define PACKFA_LAUNCH_BOUNDS(threads, min_blocks)
-#define PACKFA_REG_CAP(threads, regs)
 #endif
 
 // Full unrolling on GPU compilers (private arrays indexed by a loop counter stay in

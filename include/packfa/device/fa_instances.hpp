@@ -146,10 +146,7 @@ void register_fa_entry(FaRegistry& reg) {
     constexpr int R = fa_rows_per_block(kFaBackend, D, VF, QK, RC, PAGED);
     using T = device::FaTraits<D, VF, QK, R>;
     FaInstance& e = reg.at(PAGED, QK, D, VF, RC);
-    if constexpr (device::fa_reg_cap(D, VF, QK, R, PAGED) > 0)
-      e.kernel = &device::fa_split_kernel_capped<D, VF, QK, R, PAGED>;
-    else
-      e.kernel = &device::fa_split_kernel<D, VF, QK, R, PAGED>;
+    e.kernel = &device::fa_split_kernel<D, VF, QK, R, PAGED>;
     e.threads = T::kThreads;
     e.smem_bytes = T::kSmemBytes;
     e.rows_per_block = R;

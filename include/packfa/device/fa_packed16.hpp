@@ -51,15 +51,107 @@ namespace packfa::device {
 template <int D, VFormat VF, QKMode QK, int RMAX, bool PAGED = false>
 PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1)
     fa_split_kernel(const FaKernelParams p) {
-#include "packfa/device/fa_split_body.inc"
-}
+  using T = FaTraits<D, VF, QK, RMAX>;
+  using MainLoop = std::conditional_t<T::kMmaQk, MmaLoop<T>, LaneLoop<T>>;
+  extern __shared__ __align__(16) char smem[];
+  const FaSmem<T> sm{smem};
+  const BlockRows br = block_rows<RMAX>(p);
+  const int tid = threadIdx.x;
+  const int wave = tid / arch::kWaveSize;
+  const int lane = arch::lane_id();
 
-// The instances with a register cap (fa_reg_cap, decision "d256-reg-cap"): their sm_90 code
-// holds at most that many registers.
-template <int D, VFormat VF, QKMode QK, int RMAX, bool PAGED = false>
-PACKFA_GLOBAL void PACKFA_REG_CAP((FaTraits<D, VF, QK, RMAX>::kThreads), (fa_reg_cap(D, VF, QK, RMAX, PAGED)))
-    fa_split_kernel_capped(const FaKernelParams p) {
-#include "packfa/device/fa_split_body.inc"
+  PACKFA_TRACE_AT(p, 0);
+  // Everything below reads memory a predecessor kernel may write (Q, the cache, lengths).
+  pdl::wait();
+  PACKFA_TRACE_AT(p, 1);
+
+  // The length load goes out first: the key range and the first chunk's copies wait on it;
+  // the first batch of Q overlaps it.
+  // Clamped into [0, max_kv_len]: reads never pass the cache the caller described
+  // (docs/format.md, "Device-side values"); one block per sequence (and row group) counts.
+  const int kv_len_raw = p.kv_len[br.b];
+  const int kv_len = min(max(kv_len_raw, 0), p.max_kv_len);
+#if defined(PACKFA_LEN_COUNT_EARLY)  // A/B builds: the count's place before 2026-12-02
+  if (p.errors && br.kvh == 0 && br.split == 0 && br.rg == 0 && tid == 0 && kv_len != kv_len_raw)
+    atomicAdd(p.errors + 0, 1);
+#endif
+  const QLoader<T> q = QLoader<T>::make(p, br, wave, lane);
+  float xq[T::kQBatch];
+  q.load(0, xq);
+
+  // ---- keys of this block, then the wave's first chunk in flight during the Q set-up ---------
+  const QueryPos pos{p, p.q_pos, br.b, kv_len};
+  BlockKeys keys = block_keys<T::kChunk>(p, br, pos, kv_len);
+  const ChunkGroup group = chunk_group<T::kClaims, T::kChunk>(p, br, keys.lo, keys.hi);
+  keys_seen_by_all(keys, p);
+  PACKFA_TRACE_AT(p, 2);
+  const WaveSmem<T> ws = sm.wave(wave);
+  ChunkStager<T, PAGED> stager = ChunkStager<T, PAGED>::make(p, ws, br.b, br.kvh, keys.lo, keys.hi);
+  const ScoreEdit edit = ScoreEdit::of(p, br.b);
+  MainLoop loop;
+  loop.init();
+  ChunkSource<T::kClaims> work;
+  int chunk = work.first(group, wave, ws.chunk_state());
+  if (chunk >= 0) {
+    stager.stage(chunk, 0);
+    work.template issue<T::kWaves>(chunk);
+  }
+  // The clamp's count, after the first copies: a branch on the length between its load and
+  // the Q loads kept those waiting for it (43650bd issued them back to back; one-row decode
+  // at kv 4k-32k was 2-6% slower with the count there, bench/NOTES.md session 8).
+#if !defined(PACKFA_LEN_COUNT_EARLY)
+  if (p.errors && br.kvh == 0 && br.split == 0 && br.rg == 0 && tid == 0 && kv_len != kv_len_raw)
+    atomicAdd(p.errors + 0, 1);
+#endif
+  PACKFA_TRACE_AT(p, 3);
+
+  // ---- row facts and Q into shared memory, while the first chunk streams in --------------------
+  set_row_facts<RMAX>(sm.rows(), p, br, pos, tid);
+  q.to_smem(sm, xq);
+  __syncthreads();
+  PACKFA_TRACE_AT(p, 4);
+  loop.load_q(sm);
+
+  // ---- per-wave streaming loop: stage the chunk after this one, then run this one --------------
+  const LoopCtx<T> ctx{p, sm, sm.rows(), ws.p(), ws.corr(), edit, keys, br.nrows, stager.b16};
+  int next = chunk >= 0 ? work.template resolve<T::kWaves>(chunk) : -1;
+  for (int it = 0; chunk >= 0; ++it) {
+    const int stage = T::kStages == 2 ? (it & 1) : 0;
+    if constexpr (T::kStages == 2) {
+      if (next >= 0) {
+        stager.stage(next, stage ^ 1);
+        arch::copy_async_wait<1>();
+      } else {
+        arch::copy_async_wait<0>();
+      }
+    } else {
+      if (it > 0) stager.stage(chunk, 0);  // one buffer: the previous chunk's readers are done
+      arch::copy_async_wait<0>();
+    }
+    if (next >= 0) work.template issue<T::kWaves>(next);  // the chunk after next: resolved after this chunk's work
+    const StageSmem st = ws.stage(stage);
+    const int key0 = keys.lo + chunk * T::kChunk;
+    const int nvalid = min(T::kChunk, keys.hi - key0);
+    pv_clear_tail<T>(st, nvalid);
+    arch::sync_wave();
+    if (it == 0) PACKFA_TRACE_AT(p, 5);
+    loop.chunk(ctx, st, key0, nvalid);
+    arch::sync_wave();  // this stage and the P buffer are rewritten next iteration
+    if (it == 0) PACKFA_TRACE_AT(p, 6);
+    chunk = next;
+    if (chunk >= 0) next = work.template resolve<T::kWaves>(chunk);
+  }
+  PACKFA_TRACE_AT(p, 7);
+
+  // ---- merge the waves, write the rows ---------------------------------------------------------
+  __syncthreads();  // the loop buffers become the merge area
+  loop.store(sm, wave);
+  __syncthreads();
+  PACKFA_TRACE_AT(p, 8);
+  // Split output is written by every block; the work it reads is done, so dependents may start.
+  pdl::launch_dependents();
+  write_rows<T>(p, sm, br, edit, tid);
+  PACKFA_TRACE_AT(p, 9);
 }
 
 #endif

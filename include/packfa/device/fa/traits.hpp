@@ -16,25 +16,6 @@ constexpr bool kF16qMma = false;
 constexpr bool kF16qMma = true;
 #endif
 
-// Decision "d256-reg-cap": the register cap of an instance's sm_90 code (0: none; the kernel
-// fa_split_kernel_capped, fa_packed16.hpp). The D = 256 4-row class with the int8 dot held
-// 213-223 registers there, so 4 blocks of 64 threads an SM (8 warps), while its single-stage
-// loop waits on each chunk's copy; at <= 200 registers 5 blocks fit (their shared memory
-// allows 5 with q8_0 / planar V, 7 with q4_0). The caps spill nothing (ptxas, CUDA 13.0):
-// q8_0 / q4_0 at 200; planar at 192 (200 spilled 24 B), contiguous only (paged: 20 B at 192).
-// f16 V spilled at 192 and its shared memory holds 4 blocks anyway. sm_80-89 keep the plain
-// bounds (PACKFA_REG_CAP: the cap spilled there, and their shared memory holds fewer blocks).
-constexpr int fa_reg_cap(int D, VFormat VF, QKMode QK, int RMAX, bool PAGED) {
-#if defined(PACKFA_BACKEND_HIP) || defined(PACKFA_NO_D256_REG_CAP)
-  (void)D, (void)VF, (void)QK, (void)RMAX, (void)PAGED;
-  return 0;
-#else
-  if (D != 256 || RMAX != 4 || QK != QKMode::packed16_int8) return 0;
-  if (VF == VFormat::q8_0 || VF == VFormat::q4_0) return 200;
-  return VF == VFormat::q8_0_planar && !PAGED ? 192 : 0;
-#endif
-}
-
 template <int D, VFormat VF, QKMode QK, int RMAX>
 struct FaTraits {
   static constexpr int kD = D;
