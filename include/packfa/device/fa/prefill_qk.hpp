@@ -13,9 +13,9 @@
 #ifndef PACKFA_PREFILL_QD_REGS
 #define PACKFA_PREFILL_QD_REGS 0
 #endif
-// decision "prefill-q-regs" (below): off until the 4-step build's test_prefill has run on a GPU
+// decision "prefill-q-regs" (below): on by default since its 4-step build passed test_prefill
 #ifndef PACKFA_PREFILL_Q_REGS
-#define PACKFA_PREFILL_Q_REGS 0
+#define PACKFA_PREFILL_Q_REGS 1
 #endif
 
 namespace packfa::device::prefill {
@@ -39,7 +39,7 @@ PACKFA_DEV void qk_chain(uint64_t qd0, uint64_t kd0, int kk0, float (&acc)[L::kN
   }
   wgmma::commit();
 }
-// Decision "prefill-q-regs" (compile definition PACKFA_PREFILL_Q_REGS=1; off by default,
+// Decision "prefill-q-regs" (compile definition PACKFA_PREFILL_Q_REGS, 1; 0 for A/B builds;
 // docs/prefill.md): the one-chain scores (prefill-k-rounded) of the two-producer instances take
 // Q as the A operand from registers for their first kSteps k steps instead of from shared
 // memory. An m64n64k16 from shared memory reads 2 KB of A and 2 KB of B in the 32 tensor cycles
