@@ -58,8 +58,8 @@ constexpr FaBackend kFaBackend = FaBackend::cuda;
 //    lane path instead. ptxas (CUDA 13.0) found it spill-free with fewer registers than today's
 //    4-row class (sm_90: q8_0 180, q4_0 168, planar 206, f16 V 210; sm_75-89 166-217), so the
 //    5-8 rows of a KV head (16 / 2 heads: 8) would read each key once instead of in two 4-row
-//    groups (decision "d256-row-groups"), one P·V n-tile for all 8 rows (bench/NOTES.md,
-//    session 36). 9-16 rows then run as two groups of 8.
+//    groups (decision "d256-row-groups"), one P·V n-tile for all 8 rows (decision
+//    "d256-rows8" in bench/NOTES.md). 9-16 rows then run as two groups of 8.
 //  - paged caches at D = 256, int8 Q·K: no wide class (its 16 rows spilled 4-20 B on sm_75,
 //    whose lane path the same fatbin carries; 8 rows spill on the lane path too), so paged
 //    MTP rows at D = 256 run as groups of the 4-row class on NVIDIA.

@@ -13,7 +13,7 @@
 #ifndef PACKFA_PREFILL_QD_REGS
 #define PACKFA_PREFILL_QD_REGS 0
 #endif
-// decision "prefill-q-regs" (below): on by default since its 4-step build passed test_prefill
+// decision "prefill-q-regs" (below)
 #ifndef PACKFA_PREFILL_Q_REGS
 #define PACKFA_PREFILL_Q_REGS 1
 #endif
