@@ -53,13 +53,9 @@ constexpr FaBackend kFaBackend = FaBackend::cuda;
 //    spilled 136 B with 8 rows; sm_75's lane path fits with FaTraits::kRowGuard), fp16-Q and
 //    bf16 V run 8 rows (16 rows: ptxas spilled 232-368 B), and f16 K has no wide class (16 rows
 //    spilled 64-152 B on every architecture, 8 rows still 56-76 B on sm_75; 4 rows do not).
-//    PACKFA_D256_ROWS8 (a build option for A/B: -DPACKFA_D256_ROWS8 in both the CXX and the
-//    CUDA flags; not measured yet): the int8 wide class of contiguous caches at 8 rows on the
-//    lane path instead. ptxas (CUDA 13.0) found it spill-free with fewer registers than today's
-//    4-row class (sm_90: q8_0 180, q4_0 168, planar 206, f16 V 210; sm_75-89 166-217), so the
-//    5-8 rows of a KV head (16 / 2 heads: 8) would read each key once instead of in two 4-row
-//    groups (decision "d256-row-groups"), one P·V n-tile for all 8 rows (decision
-//    "d256-rows8" in bench/NOTES.md). 9-16 rows then run as two groups of 8.
+//    The int8 class at 8 rows on the lane path (decision "d256-rows8", bench/NOTES.md) was
+//    measured and rejected: spill-free, but the lane-path Q·K costs each wave twice the time
+//    a chunk of the 4-row class does, 1.10-1.70x slower than today's plan on every D = 256 shape.
 //  - paged caches at D = 256, int8 Q·K: no wide class (its 16 rows spilled 4-20 B on sm_75,
 //    whose lane path the same fatbin carries; 8 rows spill on the lane path too), so paged
 //    MTP rows at D = 256 run as groups of the 4-row class on NVIDIA.
@@ -68,11 +64,7 @@ constexpr int fa_rows_per_block(FaBackend be, int d, VFormat vf, QKMode qk, int 
   if (d < 256) return kRowClasses[rclass];
   if (be == FaBackend::hip) return 8;
   if (paged && qk == QKMode::packed16_int8) return 0;
-#if defined(PACKFA_D256_ROWS8)
-  if (qk == QKMode::packed16_int8 && vf != VFormat::bf16) return 8;
-#else
   if (qk == QKMode::packed16_int8 && vf != VFormat::bf16) return 16;
-#endif
   return qk == QKMode::f16 ? 0 : 8;
 }
 

@@ -70,6 +70,32 @@ struct QLoader {
     }
   }
 
+  // Decision "q-prefetch" (build option PACKFA_Q_PREFETCH; A/B pending, bench/NOTES.md): the
+  // batches after the first are loaded only once the first chunk's copies have gone out, so
+  // those loads queue behind the whole grid's first chunks (trace, H100: the D = 256 16-row
+  // class spends 18 us there, 8 batches a wave). One L2 prefetch a lane for each later item's
+  // 32 dims, before those copies, lets the later loads hit L2.
+  PACKFA_DEV void prefetch_rest() const {
+#if defined(PACKFA_Q_PREFETCH)
+    if constexpr (T::kQPerWave > B) {
+      const int esz = p.q_type == static_cast<int>(DType::f32) ? 4 : 2;
+      PACKFA_UNROLL
+      for (int k = lane; k < T::kQPerWave - B; k += arch::kWaveSize) {
+        const int item = wave + (B + k) * T::kWaves;
+        const int r = item / T::kQBlocks, d0 = (item - r * T::kQBlocks) * 32, d1 = min(d0 + 31, D - 1);
+        if (item < T::kQItems && r < br.nrows) {
+          const int g = br.row0 + r, qi = static_cast<int>((static_cast<float>(g) + 0.5f) * inv_gqa);
+          const int64_t row = static_cast<int64_t>(br.b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
+                              static_cast<int64_t>(br.kvh * p.gqa + (g - qi * p.gqa)) * p.q_head;
+          const char* base = static_cast<const char*>(q);
+          arch::prefetch_l2(base + (row + d0) * esz);
+          arch::prefetch_l2(base + (row + d1) * esz);  // f32 rows need not start on a line
+        }
+      }
+    }
+#endif
+  }
+
   // Every item into shared memory, batch 0 already in xq: int8 with a wave max for the block
   // scale (softmax scale folded in, and log2(e) where the scores come out in log2 units), or
   // fp16-rounded fp32. The caller's barrier ends it.
