@@ -71,10 +71,10 @@ struct QLoader {
   }
 
   // Decision "q-prefetch" (build option PACKFA_Q_PREFETCH; A/B pending, bench/NOTES.md): the
-  // batches after the first are loaded only once the first chunk's copies have gone out, so
-  // those loads queue behind the whole grid's first chunks (trace, H100: the D = 256 16-row
-  // class spends 18 us there, 8 batches a wave). One L2 prefetch a lane for each later item's
-  // 32 dims, before those copies, lets the later loads hit L2.
+  // batches after the first are loaded only once the first chunk's copies have gone out (trace,
+  // H100: the D = 256 16-row class, 8 batches a wave, spends 16-18 us there). If they wait on
+  // the memory queues behind the grid's first chunks, one L2 prefetch a lane for each later
+  // item's 32 dims, before those copies, makes them L2 hits.
   PACKFA_DEV void prefetch_rest() const {
 #if defined(PACKFA_Q_PREFETCH)
     if constexpr (T::kQPerWave > B) {
