@@ -183,6 +183,14 @@ int copy_width(const void* base, const Strides& s, int64_t row_bytes) {
   return 2;
 }
 
+// Q rows 16-byte aligned (the pointer and every stride): the split kernel's Q set-up loads 8
+// dims a lane in one 16-byte load (decision "q-vec", device/fa/q_setup.hpp), else 8 scalar loads.
+bool q_rows_aligned(const QTensor& q) {
+  const int64_t esz = q.type == DType::f32 ? 4 : 2;
+  return ((reinterpret_cast<uintptr_t>(q.data) | (q.seq_stride * esz) | (q.row_stride * esz) | (q.head_stride * esz)) &
+          15) == 0;
+}
+
 Status resident_blocks(const FaInstance* inst, int device, int* out);
 
 struct Plan {
@@ -865,6 +873,7 @@ Status select_kernel(const AttnParams& p, int device, KernelChoice* out) {
   PACKFA_TRY(device_facts(device, &f));
   out->mma_qk = pl.inst->mma_qk && f.cc_major >= 8;
   out->k_rounded = pl.inst->k_rounded && p.k.format == KFormat::packed16;
+  out->q_vec = !pl.prefill && q_rows_aligned(p.q);
   out->combine = pl.splits <= 1                                     ? "none"
                  : pl.splits >= device::kRowCombineMinSplits &&
                          pl.splits <= device::kWarpCombineMaxSplits ? "row_block"
@@ -913,6 +922,7 @@ Status fa_packed16_forward(const AttnParams& p, void* stream) {
   kp.q_seq = p.q.seq_stride;
   kp.q_row = p.q.row_stride;
   kp.q_head = p.q.head_stride;
+  kp.q_vec = q_rows_aligned(p.q) ? 1 : 0;
   kp.k = static_cast<const char*>(p.k.data);
   kp.k_seq = p.k.data_strides.seq;
   kp.k_slot = p.k.data_strides.slot;

@@ -156,6 +156,9 @@ struct KernelChoice {
   // "prefill-k-rounded"; reference: RefMode::kernel_int8_k16 / kernel_f16_k16); false: the
   // exact integer products of each K scale block
   bool k_rounded = false;
+  // The decode kernel loads Q 8 dims a lane in 16-byte loads (Q's pointer and strides 16-byte
+  // aligned); false: 8 scalar loads a lane, or a prefill kernel (its own Q path)
+  bool q_vec = false;
   std::string combine;   // "none" (one split), "wave" (a wave per row, < 16 splits), "row_block" (16..64) or "col_block" (> 64; "block" with PACKFA_COMBINE_COLS=0)
   // A/B switch, off unless its environment variable is set (=1; read once per process):
   bool split_rounds = false;  // PACKFA_SPLIT_ROUNDS: a batch's split count fills whole rounds of resident blocks

@@ -127,6 +127,15 @@ struct DeviceProblem {
     if (params.lse) CUDA_CHECK(cudaMemset(params.lse, 0xff, hp.lse.size() * sizeof(float)));
   }
 
+  // Q moved `shift` bytes past a 16-byte boundary (element-aligned, the same strides): the
+  // decode kernel's Q set-up then takes its scalar loads (KernelChoice::q_vec false).
+  void shift_q(const HostProblem& hp, int shift) {
+    DeviceBuffer moved(hp.q.size() + 16);
+    CUDA_CHECK(cudaMemcpy(moved.as<char>() + shift, hp.q.data(), hp.q.size(), cudaMemcpyHostToDevice));
+    params.q.data = moved.as<char>() + shift;
+    bufs.push_back(std::move(moved));
+  }
+
   // Move one K/V plane so that sequence b starts at b * big_stride bytes (>= 2^31 for b >= 1).
   void inflate_seq_stride(const aligned_vector<uint8_t>& host, int64_t host_seq_stride, int batch,
                           int64_t big_stride, const void** field, Strides* strides) {

@@ -58,6 +58,7 @@ struct Result {
 // Whether run_case passes the host copy of the lengths (AttnParams::kv_len_host); a non-empty
 // g_stale_lens is passed instead (a copy that does not match the device's lengths).
 bool g_host_lens = false;
+int g_q_shift = 0;  // bytes Q is moved past a 16-byte boundary (DeviceProblem::shift_q)
 std::vector<int32_t> g_stale_lens;
 
 // Runs one configuration; big_seq_stride > 0 moves the K/V planes of sequence b to
@@ -71,6 +72,7 @@ Result run_case(const ProblemConfig& cfg, int num_splits = 0, int64_t big_seq_st
   REQUIRE(s.ok());
   DeviceProblem dp(hp, cfg.k_format, cfg.v_format);
   dp.params.num_splits = num_splits;
+  if (g_q_shift > 0) dp.shift_q(hp, g_q_shift);
   if (g_host_lens) dp.params.kv_len_host = g_stale_lens.empty() ? hp.kv_len.data() : g_stale_lens.data();
   if (big_seq_stride > 0) {
     const bool packed = cfg.k_format == KFormat::packed16;
@@ -603,6 +605,29 @@ TEST_CASE("output types and strided caches", "[attention]") {
   ProblemConfig c = base(96, VFormat::q4_0, 1, 6, 3, 700);
   c.slot_pad_bytes = 48;  // rows not contiguous: a strided view into a wider cache
   check(c);
+}
+
+TEST_CASE("Q set-up: 16-byte and element-aligned Q, every Q type and row class", "[attention]") {
+  // Decision "q-vec" (device/fa/q_setup.hpp): 8 dims a lane, one 16-byte load where Q's rows
+  // are 16-byte aligned, else 8 scalar loads; both against the reference, padded dims (D 80:
+  // a last block of 16) and the 16-row classes (D 256: 2 batches a lane) included.
+  struct Shape { int D, nq, H, G; };
+  for (const Shape sh : {Shape{80, 1, 8, 2}, Shape{128, 4, 16, 4}, Shape{256, 1, 16, 2}, Shape{256, 2, 16, 2}}) {
+    for (DType qt : {DType::f16, DType::bf16, DType::f32}) {
+      for (int shift : {0, qt == DType::f32 ? 4 : 2}) {
+        ProblemConfig c = base(sh.D, sh.D % 32 ? VFormat::f16 : VFormat::q8_0, sh.nq, sh.H, sh.G, 300);
+        c.q_type = qt;
+        c.dot = qt == DType::bf16 ? DotMode::f16 : DotMode::int8;  // the fp16-Q mode stores fp32 Q
+        c.smooth_scale = sh.D == 128;  // the K smoothing factors multiply the loaded Q dims
+        g_q_shift = shift;
+        const Result r = check(c);
+        g_q_shift = 0;
+        INFO(describe(c) << " shift=" << shift << " kernel=" << r.kernel);
+        CHECK(r.choice.q_vec == (shift == 0));
+        if (c.dot == DotMode::int8 && (sh.nq > 1 || sh.G == 4)) CHECK(r.choice.rows_per_block == 16);
+      }
+    }
+  }
 }
 
 TEST_CASE("64-bit addressing: a second sequence beyond 2^31 bytes", "[attention][large]") {

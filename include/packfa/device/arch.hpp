@@ -362,15 +362,6 @@ PACKFA_DEV uint32_t shared_addr_kept(const void* p) {
   return 0;
 #endif
 }
-// A hint: bring the line holding p into L2 (NVIDIA); a no-op elsewhere. p must be an address
-// the caller reads anyway (no fault is promised for others).
-PACKFA_DEV void prefetch_l2(const void* p) {
-#if defined(PACKFA_DEVICE_CUDA)
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-#else
-  (void)p;
-#endif
-}
 PACKFA_DEV void copy_async_commit() {
 #if defined(PACKFA_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -76,9 +76,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     atomicAdd(p.errors + 0, 1);
 #endif
   const QLoader<T> q = QLoader<T>::make(p, br, wave, lane);
-  float xq[T::kQBatch];
+  typename QLoader<T>::Batch xq;
   q.load(0, xq);
-  q.prefetch_rest();
 
   // ---- keys of this block, then the wave's first chunk in flight during the Q set-up ---------
   const QueryPos pos{p, p.q_pos, br.b, kv_len};
@@ -93,18 +92,6 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   loop.init();
   ChunkSource<T::kClaims> work;
   int chunk = work.first(group, wave, ws.chunk_state());
-  // Decision "q-first" (build option PACKFA_Q_FIRST; A/B pending, bench/NOTES.md): where Q
-  // takes more than one batch a wave, its set-up runs before the first copies go out, so its
-  // later loads do not wait behind them (trace, H100: 3-5 us a batch after the copies).
-#if defined(PACKFA_Q_FIRST)
-  constexpr bool kQFirst = T::kQPerWave > T::kQBatch;
-#else
-  constexpr bool kQFirst = false;
-#endif
-  if constexpr (kQFirst) {
-    set_row_facts<RMAX>(sm.rows(), p, br, pos, tid);
-    q.to_smem(sm, xq);
-  }
   if (chunk >= 0) {
     stager.stage(chunk, 0);
     work.template issue<T::kWaves>(chunk);
@@ -119,10 +106,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   PACKFA_TRACE_AT(p, 3);
 
   // ---- row facts and Q into shared memory, while the first chunk streams in --------------------
-  if constexpr (!kQFirst) {
-    set_row_facts<RMAX>(sm.rows(), p, br, pos, tid);
-    q.to_smem(sm, xq);
-  }
+  set_row_facts<RMAX>(sm.rows(), p, br, pos, tid);
+  q.to_smem(sm, xq);
   __syncthreads();
   PACKFA_TRACE_AT(p, 4);
   loop.load_q(sm);

@@ -33,6 +33,7 @@ struct FaKernelParams {
   const void* q;
   int q_type;       // DType
   int64_t q_seq, q_row, q_head;
+  int q_vec;        // 1: 16-byte aligned rows (the pointer and every stride), Q loads of 8 dims
 
   // K: packed16 payload (+ scales) or fp16 rows; byte strides
   const char* k;

@@ -1,10 +1,15 @@
 // packfa/device/fa/q_setup.hpp — Q of the block's rows into shared memory (int8 with a block
 // scale, or fp16-rounded fp32), then into the registers each main loop reads it from.
 //
-// Items: one wave per (row, 32-dim block), lane = dim, in batches of kQBatch per wave. The first
-// batch is loaded before the key range is known: Q addresses do not depend on the lengths, so
-// its latency overlaps the length load (at kv = 4k the prologue is most of the kernel).
-// Branch-free per item (one type switch per batch, the row's query index by a float
+// Items (decision "q-vec"): 8 dims of one row a lane, one 16-byte load where the caller's Q rows
+// are 16-byte aligned (FaKernelParams::q_vec; else 8 scalar loads, still one round trip); 4 lanes
+// a 32-dim block, rows padded to whole blocks. A lane takes its items in batches of up to 4.
+// The D = 256 16-row class needs 2 batches (one item per lane per (row, block) took 8, and
+// each batch after the first waits behind the first chunk's copies: 3-5 us on the H100; the
+// change took 16 / 2 heads at kv 128k from 86.5 to 73.4 us, bench/NOTES.md session 38).
+// The first batch is loaded before the key range is known: Q addresses do not depend on the
+// lengths, so its latency overlaps the length load (at kv = 4k the prologue is most of the
+// kernel). Branch-free per item (one type switch per batch, the row's query index by a float
 // reciprocal: exact for row numbers < 2^16), so the loads issue back to back.
 #pragma once
 
@@ -23,104 +28,141 @@ namespace packfa::device {
 
 template <class T>
 struct QLoader {
-  static constexpr int D = T::kD, B = T::kQBatch;
+  static constexpr int D = T::kD;
+  static constexpr int kGroupsRow = (D + 31) / 32 * 4;  // 8-dim groups a row, whole blocks
+  static constexpr int kItems = T::kRows * kGroupsRow;
+  static constexpr int kPerLane = (kItems + T::kThreads - 1) / T::kThreads;
+  static constexpr int B = kPerLane < 4 ? kPerLane : 4;
+  using Batch = float[B][8];
   const FaKernelParams& p;
   BlockRows br;
   int wave, lane;
   float inv_gqa;
-  // Q and the smoothing factors, read from the parameters here, in the kernel: HIP then knows
-  // them for global pointers (read inside load() they became flat loads on gfx11).
   const void* q;
   const float* smooth;
 
   PACKFA_DEV static QLoader make(const FaKernelParams& p, const BlockRows& br, int wave, int lane) {
     return QLoader{p, br, wave, lane, 1.0f / static_cast<float>(p.gqa), p.q, p.smooth};
   }
-  // Items k0 .. k0 + B - 1 of this wave (past the end: 0), smoothing applied.
-  PACKFA_DEV_STAGE void load(int k0, float (&x)[B]) const {
+  // Item k of this lane: a wave's 32 lanes take 32 consecutive items, so a block's 4 lanes are
+  // one aligned lane quad.
+  PACKFA_DEV int item_of(int k) const { return (k * T::kWaves + wave) * arch::kWaveSize + lane; }
+
+  // Items k0 .. k0 + B - 1 of this lane (past the end or past the rows: 0), smoothing applied.
+  PACKFA_DEV_STAGE void load(int k0, Batch& x) const {
     int64_t idx[B];
     int dim[B];
     bool ok[B];
     PACKFA_UNROLL
     for (int k = 0; k < B; ++k) {
-      const int item = wave + (k0 + k) * T::kWaves;
-      const int r = item / T::kQBlocks, d = (item - r * T::kQBlocks) * 32 + lane;
+      const int item = item_of(k0 + k);
+      const int r = item / kGroupsRow, d = (item - r * kGroupsRow) * 8;
       dim[k] = d;
       const int g = br.row0 + r, qi = static_cast<int>((static_cast<float>(g) + 0.5f) * inv_gqa);
       const int head = br.kvh * p.gqa + (g - qi * p.gqa);
-      ok[k] = k0 + k < T::kQPerWave && item < T::kQItems && r < br.nrows && d < D;
+      ok[k] = k0 + k < kPerLane && item < kItems && r < br.nrows && d < D;
       idx[k] = static_cast<int64_t>(br.b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
                static_cast<int64_t>(head) * p.q_head + d;
     }
-    auto load_all = [&](auto one) {
+    auto zero = [&](int k) {
       PACKFA_UNROLL
-      for (int k = 0; k < B; ++k) x[k] = ok[k] ? one(idx[k]) : 0.0f;
+      for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     };
-    if (p.q_type == static_cast<int>(DType::f16)) {
-      load_all([&](int64_t i) { return arch::half_to_float(static_cast<const uint16_t*>(q)[i]); });
-    } else if (p.q_type == static_cast<int>(DType::f32)) {
-      load_all([&](int64_t i) { return static_cast<const float*>(q)[i]; });
+    const bool vec = p.q_vec != 0;
+    if (p.q_type == static_cast<int>(DType::f32)) {
+      const float* qf = static_cast<const float*>(q);
+      PACKFA_UNROLL
+      for (int k = 0; k < B; ++k) {
+        zero(k);
+        if (!ok[k]) continue;
+        if (vec) {
+          const float4 a = *reinterpret_cast<const float4*>(qf + idx[k]);
+          const float4 b = *reinterpret_cast<const float4*>(qf + idx[k] + 4);
+          x[k][0] = a.x, x[k][1] = a.y, x[k][2] = a.z, x[k][3] = a.w;
+          x[k][4] = b.x, x[k][5] = b.y, x[k][6] = b.z, x[k][7] = b.w;
+        } else {
+          PACKFA_UNROLL
+          for (int i = 0; i < 8; ++i) x[k][i] = qf[idx[k] + i];
+        }
+      }
     } else {
-      load_all([&](int64_t i) { return arch::bf16_to_float(static_cast<const uint16_t*>(q)[i]); });
+      const uint16_t* qh = static_cast<const uint16_t*>(q);
+      const bool f16 = p.q_type == static_cast<int>(DType::f16);
+      PACKFA_UNROLL
+      for (int k = 0; k < B; ++k) {
+        uint32_t w[4] = {0u, 0u, 0u, 0u};
+        if (ok[k]) {
+          if (vec) {
+            const uint4 u = *reinterpret_cast<const uint4*>(qh + idx[k]);
+            w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+          } else {
+            PACKFA_UNROLL
+            for (int i = 0; i < 4; ++i)
+              w[i] = static_cast<uint32_t>(qh[idx[k] + 2 * i]) | (static_cast<uint32_t>(qh[idx[k] + 2 * i + 1]) << 16);
+          }
+        }
+        PACKFA_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          if (f16) {
+            arch::half2_to_float2(w[i], x[k][2 * i], x[k][2 * i + 1]);
+          } else {
+            x[k][2 * i] = arch::bf16_to_float(static_cast<uint16_t>(w[i] & 0xffffu));
+            x[k][2 * i + 1] = arch::bf16_to_float(static_cast<uint16_t>(w[i] >> 16));
+          }
+        }
+      }
     }
     if (smooth) {
       PACKFA_UNROLL
       for (int k = 0; k < B; ++k)
-        if (ok[k]) x[k] *= smooth[static_cast<int64_t>(br.kvh) * D + dim[k]];
-    }
-  }
-
-  // Decision "q-prefetch" (build option PACKFA_Q_PREFETCH; A/B pending, bench/NOTES.md): the
-  // batches after the first are loaded only once the first chunk's copies have gone out (trace,
-  // H100: the D = 256 16-row class, 8 batches a wave, spends 16-18 us there). If they wait on
-  // the memory queues behind the grid's first chunks, one L2 prefetch a lane for each later
-  // item's 32 dims, before those copies, makes them L2 hits.
-  PACKFA_DEV void prefetch_rest() const {
-#if defined(PACKFA_Q_PREFETCH)
-    if constexpr (T::kQPerWave > B) {
-      const int esz = p.q_type == static_cast<int>(DType::f32) ? 4 : 2;
-      PACKFA_UNROLL
-      for (int k = lane; k < T::kQPerWave - B; k += arch::kWaveSize) {
-        const int item = wave + (B + k) * T::kWaves;
-        const int r = item / T::kQBlocks, d0 = (item - r * T::kQBlocks) * 32, d1 = min(d0 + 31, D - 1);
-        if (item < T::kQItems && r < br.nrows) {
-          const int g = br.row0 + r, qi = static_cast<int>((static_cast<float>(g) + 0.5f) * inv_gqa);
-          const int64_t row = static_cast<int64_t>(br.b) * p.q_seq + static_cast<int64_t>(qi) * p.q_row +
-                              static_cast<int64_t>(br.kvh * p.gqa + (g - qi * p.gqa)) * p.q_head;
-          const char* base = static_cast<const char*>(q);
-          arch::prefetch_l2(base + (row + d0) * esz);
-          arch::prefetch_l2(base + (row + d1) * esz);  // f32 rows need not start on a line
+        if (ok[k]) {
+          PACKFA_UNROLL
+          for (int i = 0; i < 8; ++i) x[k][i] *= smooth[static_cast<int64_t>(br.kvh) * D + dim[k] + i];
         }
-      }
     }
-#endif
   }
-
-  // Every item into shared memory, batch 0 already in xq: int8 with a wave max for the block
-  // scale (softmax scale folded in, and log2(e) where the scores come out in log2 units), or
-  // fp16-rounded fp32. The caller's barrier ends it.
-  PACKFA_DEV void to_smem(const FaSmem<T>& sm, float (&xq)[B]) const {
+  // Every item into shared memory, batch 0 already in xq: int8 with the block's max over its
+  // 4 lanes for the scale (softmax scale folded in, and log2(e) where the scores come out in
+  // log2 units), or fp16-rounded fp32. Rows past nrows get zeros. The caller's barrier ends it.
+  PACKFA_DEV void to_smem(const FaSmem<T>& sm, Batch& xq) const {
     const float q_scale_mul = T::kScoresLog2 ? p.scale * kLog2e : p.scale;
 #pragma unroll 1
-    for (int k0 = 0; k0 < T::kQPerWave; k0 += B) {
+    for (int k0 = 0; k0 < kPerLane; k0 += B) {
       if (k0 > 0) load(k0, xq);
-      // the batch's wave maxima first, with no branch between them, so their shuffle chains
+      // the batch's block maxima first, with no branch between them, so their shuffle chains
       // overlap (items past the end hold zeros; at kv = 4k this set-up is on the critical path)
       float amax[B];
       PACKFA_UNROLL
-      for (int k = 0; k < B; ++k) amax[k] = T::kInt8Q ? arch::group_max(fabsf(xq[k])) : 0.0f;
+      for (int k = 0; k < B; ++k) {
+        float m = 0.0f;
+        PACKFA_UNROLL
+        for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(xq[k][i]));
+        amax[k] = T::kInt8Q ? arch::group_max<4>(m) : 0.0f;
+      }
       PACKFA_UNROLL
       for (int k = 0; k < B; ++k) {
-        const int item = wave + (k0 + k) * T::kWaves;
-        if (k0 + k >= T::kQPerWave || item >= T::kQItems) break;
-        const int r = item / T::kQBlocks, qb = item - r * T::kQBlocks, d = qb * 32 + lane;
+        const int item = item_of(k0 + k);
+        if (k0 + k >= kPerLane || item >= kItems) break;
+        const int r = item / kGroupsRow, grp = item - r * kGroupsRow, d = grp * 8;
         if constexpr (T::kInt8Q) {
           const float qd = amax[k] / 127.0f, inv = amax[k] > 0.0f ? 127.0f / amax[k] : 0.0f;
-          const int qv = arch::round_to_int(xq[k] * inv);
-          if (d < D) sm.q_i8()[r * D + d] = static_cast<int8_t>(max(-127, min(127, qv)));
-          if (lane == 0) sm.q_scale()[r * T::kQBlocks + qb] = qd * q_scale_mul;
+          uint32_t packed[2] = {0u, 0u};
+          PACKFA_UNROLL
+          for (int i = 0; i < 8; ++i) {
+            const int qv = max(-127, min(127, arch::round_to_int(xq[k][i] * inv)));
+            packed[i / 4] |= (static_cast<uint32_t>(qv) & 0xffu) << (8 * (i % 4));
+          }
+          if (d < D) *reinterpret_cast<uint2*>(sm.q_i8() + r * D + d) = make_uint2(packed[0], packed[1]);
+          if ((lane & 3) == 0) sm.q_scale()[r * T::kQBlocks + grp / 4] = qd * q_scale_mul;
         } else {
-          if (d < D) sm.q_f32()[r * D + d] = arch::half_to_float(arch::float_to_half(xq[k]));
+          float h[8];
+          PACKFA_UNROLL
+          for (int i = 0; i < 8; ++i) h[i] = arch::half_to_float(arch::float_to_half(xq[k][i]));
+          if (d < D) {
+            float4* dst = reinterpret_cast<float4*>(sm.q_f32() + r * D + d);
+            dst[0] = make_float4(h[0], h[1], h[2], h[3]);
+            dst[1] = make_float4(h[4], h[5], h[6], h[7]);
+          }
         }
       }
     }

@@ -98,11 +98,6 @@ struct FaTraits {
   static constexpr int kWaves = L.waves;
   static constexpr int kThreads = kWaves * arch::kWaveSize;
   static constexpr int kSmemBytes = L.smem_bytes;
-  // Q items of the set-up (one wave per (row, 32-dim block), lane = dim), batches of 8 per
-  // wave: one batch covers the decode shapes; more would cost registers the loop needs.
-  static constexpr int kQItems = RMAX * kQBlocks;
-  static constexpr int kQPerWave = (kQItems + kWaves - 1) / kWaves;
-  static constexpr int kQBatch = kQPerWave < 8 ? kQPerWave : 8;
   static_assert(L.fits, "shared memory over the per-block limit");
   static_assert(D % 16 == 0, "head_dim must be a multiple of 16");
   static_assert(RMAX % 4 == 0, "rows per block must be a multiple of 4");
