@@ -93,7 +93,12 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
   ChunkSource<T::kClaims> work;
   int chunk = work.first(group, wave, ws.chunk_state());
   if (chunk >= 0) {
-    stager.stage(chunk, 0);
+    if constexpr (T::kSplitStage) {
+      stager.template stage<StagePart::k>(chunk, 0);
+      stager.template stage<StagePart::v>(chunk, 0);
+    } else {
+      stager.stage(chunk, 0);
+    }
     work.template issue<T::kWaves>(chunk);
   }
   // The clamp's count, after the first copies: a branch on the length between its load and
@@ -124,6 +129,8 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
       } else {
         arch::copy_async_wait<0>();
       }
+    } else if constexpr (T::kSplitStage) {
+      arch::copy_async_wait<1>();  // this chunk's K (its V may still be in flight)
     } else {
       if (it > 0) stager.stage(chunk, 0);  // one buffer: the previous chunk's readers are done
       arch::copy_async_wait<0>();
@@ -135,9 +142,23 @@ PACKFA_GLOBAL void PACKFA_LAUNCH_BOUNDS((FaTraits<D, VF, QK, RMAX>::kThreads), 1
     pv_clear_tail<T>(st, nvalid);
     arch::sync_wave();
     if (it == 0) PACKFA_TRACE_AT(p, 5);
-    loop.chunk(ctx, st, key0, nvalid);
+    loop.chunk(ctx, st, key0, nvalid, [&] {
+      if constexpr (T::kSplitStage) {  // K read: the next chunk's K goes out; this chunk's V in
+        arch::sync_wave();
+        if (next >= 0) {
+          stager.template stage<StagePart::k>(next, 0);
+          arch::copy_async_wait<1>();
+        } else {
+          arch::copy_async_wait<0>();
+        }
+        arch::sync_wave();
+      }
+    });
     arch::sync_wave();  // this stage and the P buffer are rewritten next iteration
     if (it == 0) PACKFA_TRACE_AT(p, 6);
+    if constexpr (T::kSplitStage) {
+      if (next >= 0) stager.template stage<StagePart::v>(next, 0);  // V read: the next chunk's V goes out
+    }
     chunk = next;
     if (chunk >= 0) next = work.template resolve<T::kWaves>(chunk);
   }

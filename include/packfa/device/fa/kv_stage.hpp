@@ -111,6 +111,11 @@ PACKFA_DEV void stage_scale_row(char* dst, uint32_t sdst, const char* src, int w
     *reinterpret_cast<uint16_t*>(dst + o) = *reinterpret_cast<const uint16_t*>(src + o);
 }
 
+// What one stage() call copies: the whole chunk, or its K (rows and scales) or V (rows and
+// scales) alone (decision "split-stage": the next chunk's K goes out once this chunk's scores
+// are done, its V once the P·V is).
+enum class StagePart { kv, k, v };
+
 // The chunks of one (sequence, KV head) into one wave's stages. PAGED: K/V through block tables
 // (kv_view.hpp). A compile-time choice: sharing the kernel with a runtime branch cost the
 // contiguous cache 2-20% (the staging code is the key loop's largest part; A/B on the H200,
@@ -138,14 +143,15 @@ struct ChunkStager {
   // The chunk's rows [0, n): K and V rows from rows s.. of krow / vrow (rows one slot stride
   // apart; HALVES: rows 16-31 from rows s16.. of krow16 / vrow16), the scale rows of lanes
   // 0 .. n - 1 (each its own key) from ksrow / vsrow.
-  template <bool HALVES>
+  template <bool HALVES, StagePart PART = StagePart::kv>
   PACKFA_DEV_STAGE void rows(const StageSmem& st, int n, const char* krow, const char* vrow, int s, const char* krow16,
                              const char* vrow16, int s16, const char* ksrow, const char* vsrow) const {
     const int lane = arch::lane_id();
     const bool mine = lane < n;
     const auto sa = [&](const char* x) { return sws + static_cast<uint32_t>(x - ws.base); };  // shared address
-    stage_rows<T::kKRowBytes, T::kKPitch, HALVES>(st.k, sa(st.k), krow, s, krow16, s16, p.k_slot, n, 16);
-    if constexpr (T::kQK != QKMode::f16) {
+    if constexpr (PART != StagePart::v)
+      stage_rows<T::kKRowBytes, T::kKPitch, HALVES>(st.k, sa(st.k), krow, s, krow16, s16, p.k_slot, n, 16);
+    if constexpr (T::kQK != QKMode::f16 && PART != StagePart::v) {
       // each lane copies its own key's scale row (2·D/B bytes)
       if (mine) {
         char* dst = st.ks + lane * T::kScalePitch;
@@ -156,8 +162,9 @@ struct ChunkStager {
         }
       }
     }
-    stage_rows<T::kVRowBytes, T::kVPitch, HALVES>(st.v, sa(st.v), vrow, s, vrow16, s16, p.v_slot, n, p.v_width);
-    if constexpr (T::kVF == VFormat::q8_0_planar) {  // each lane its own key's scale row
+    if constexpr (PART != StagePart::k)
+      stage_rows<T::kVRowBytes, T::kVPitch, HALVES>(st.v, sa(st.v), vrow, s, vrow16, s16, p.v_slot, n, p.v_width);
+    if constexpr (T::kVF == VFormat::q8_0_planar && PART != StagePart::k) {  // each lane its own key's scale row
       char* dst = st.vs + lane * T::kVScalePitch;
       if (mine) stage_scale_row<2 * T::kD / 32>(dst, sa(dst), vsrow, p.vs_width);
     }
@@ -167,13 +174,14 @@ struct ChunkStager {
   // the page ids from the wave's table window, KvTableWindow). One sweep of copies either way:
   // the paged chunk runs the contiguous copy code with one more pointer per plane, not a loop
   // over runs of rows (session 11, bench/NOTES.md).
+  template <StagePart PART = StagePart::kv>
   PACKFA_DEV_STAGE void stage(int chunk, int stage) {
     const int lane = arch::lane_id();
     const int key0 = lo + chunk * T::kChunk;
     const int n = min(T::kChunk, hi - key0);
     const StageSmem st = ws.stage(stage);
     if constexpr (!PAGED) {
-      rows<false>(st, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot, 0,
+      rows<false, PART>(st, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot, 0,
                   nullptr, nullptr, 0, ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot,
                   vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
     } else {  // the view is built here, so nothing of it stays live in the loop
@@ -182,7 +190,7 @@ struct ChunkStager {
       int id0, id1;
       table.ids(view, key0, (hi - 1) >> view.page_shift, id0, id1);
       const KvChunk c = view.chunk_of(key0, n, id0, id1);
-      rows<true>(st, n, kbase + c.page_off(0, p.k_seq), vbase + c.page_off(0, p.v_seq), c.slot[0],
+      rows<true, PART>(st, n, kbase + c.page_off(0, p.k_seq), vbase + c.page_off(0, p.v_seq), c.slot[0],
                  kbase + c.page_off(1, p.k_seq), vbase + c.page_off(1, p.v_seq), c.slot[1],
                  ksbase + c.lane(p.ks_seq, p.ks_slot), vsbase + c.lane(p.vs_seq, p.vs_slot));
     }

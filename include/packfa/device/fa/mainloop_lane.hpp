@@ -35,7 +35,9 @@ struct LaneLoop {
     if constexpr (T::kInt8Q && T::kQsInRegs) q_scale_rows<T>(qs_rows, sm);
   }
 
-  PACKFA_DEV void chunk(const LoopCtx<T>& c, const StageSmem& stage, int key0, int nvalid) {
+  // between(): after the scores (the stage's K is read), before the P·V reads its V.
+  template <class Between>
+  PACKFA_DEV void chunk(const LoopCtx<T>& c, const StageSmem& stage, int key0, int nvalid, Between&& between) {
     const int lane = arch::lane_id();
     const int key = key0 + lane;
     float s[RMAX];
@@ -67,6 +69,7 @@ struct LaneLoop {
         pbuf[lane * RMAX + r] = pr;  // [key][row]: float4 over rows
       }
     }
+    between();
     arch::sync_wave();
     if constexpr (T::kMmaPv) {
       PvOperands<T::kNt> op;

@@ -26,7 +26,9 @@ struct MmaLoop {
   PACKFA_DEV void init() { pacc.zero(); }
   PACKFA_DEV void load_q(const FaSmem<T>& sm) { q_mma_frags<T>(qa, qsc, sm); }
 
-  PACKFA_DEV void chunk(const LoopCtx<T>& c, const StageSmem& stage, int key0, int nvalid) {
+  // between(): after the scores (the stage's K is read), before the P·V reads its V.
+  template <class Between>
+  PACKFA_DEV void chunk(const LoopCtx<T>& c, const StageSmem& stage, int key0, int nvalid, Between&& between) {
     const int lane = arch::lane_id();
     // every key of the chunk visible to every row, no score edits: the per-key checks go
     // (rows past nrows get scores too: computed, never written)
@@ -89,6 +91,7 @@ struct MmaLoop {
       op.corr[h][0] = arch::shfl(corr_row[h], 4 * t2);
       op.corr[h][1] = arch::shfl(corr_row[h], 4 * t2 + 4);
     }
+    between();
     pv_mma<T>(pacc, op, stage, nvalid);
   }
 
