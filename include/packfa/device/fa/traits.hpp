@@ -28,15 +28,16 @@ struct FaTraits {
   static constexpr FaLayout L = fa_layout(D, VF, QK, RMAX, kFaCudaBudget);
 #endif
   static constexpr int kStages = L.stages;
-  // Decision "split-stage": one-stage instances on NVIDIA (D = 256, f16 K) copy the next
-  // chunk's K once this chunk's scores are done and its V once the P·V is, so the copies
-  // overlap the chunk's work instead of preceding it (H100, session 38: D 256 16 / 2 heads kv
-  // 32k 32.1 -> 30.1 us, kv 4k 12.6 -> 11.8; bench/NOTES.md). RDNA copies synchronously
-  // (through registers): nothing to overlap there.
-#if defined(PACKFA_BACKEND_HIP)
-  static constexpr bool kSplitStage = false;
-#else
+  // Decision "split-stage" (build option PACKFA_SPLIT_STAGE, off until the GPU tests have run
+  // on it): one-stage instances on NVIDIA (D = 256, f16 K) copy the next chunk's K once this
+  // chunk's scores are done and its V once the P·V is, so the copies overlap the chunk's work
+  // instead of preceding it (H100, session 38, lean benches: D 256 16 / 2 heads kv 32k 32.3 ->
+  // 30.1 us, kv 4k 12.7 -> 11.8; bench/NOTES.md). RDNA copies synchronously (through
+  // registers): nothing to overlap there.
+#if defined(PACKFA_SPLIT_STAGE) && !defined(PACKFA_BACKEND_HIP)
   static constexpr bool kSplitStage = L.stages == 1;
+#else
+  static constexpr bool kSplitStage = false;
 #endif
   static constexpr int kChunk = kFaChunk;
   static constexpr int kDpl = L.dpl;
