@@ -3,14 +3,14 @@
 //
 // Items (decision "q-vec"): 8 dims of one row a lane, one 16-byte load where the caller's Q rows
 // are 16-byte aligned (FaKernelParams::q_vec; else 8 scalar loads, still one round trip); 4 lanes
-// a 32-dim block, rows padded to whole blocks. A lane takes its items in batches of up to 4.
-// The D = 256 16-row class needs 2 batches (one item per lane per (row, block) took 8, and
-// each batch after the first waits behind the first chunk's copies: 3-5 us on the H100; the
-// change took 16 / 2 heads at kv 128k from 86.5 to 73.4 us, bench/NOTES.md session 38).
+// a 32-dim block, rows padded to whole blocks. A lane takes its items in batches of up to 4:
+// the D = 256 16-row class needs 2, where items of one dim a lane needed 8 batches of 8, each
+// after the first waiting 3-5 us behind the first chunk's copies (H100; 16 / 2 heads at kv
+// 128k went from 86.5 to 73.4 us, bench/NOTES.md session 38).
 // The first batch is loaded before the key range is known: Q addresses do not depend on the
 // lengths, so its latency overlaps the length load (at kv = 4k the prologue is most of the
-// kernel). Branch-free per item (one type switch per batch, the row's query index by a float
-// reciprocal: exact for row numbers < 2^16), so the loads issue back to back.
+// kernel). Branch-free per item (one type and alignment switch per batch, the row's query
+// index by a float reciprocal: exact for row numbers < 2^16), so the loads issue back to back.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,8 @@ struct QLoader {
   BlockRows br;
   int wave, lane;
   float inv_gqa;
+  // Q and the smoothing factors, read from the parameters here, in the kernel: HIP then knows
+  // them for global pointers (read inside load() they became flat loads on gfx11).
   const void* q;
   const float* smooth;
 
