@@ -181,9 +181,10 @@ struct ChunkStager {
     const int n = min(T::kChunk, hi - key0);
     const StageSmem st = ws.stage(stage);
     if constexpr (!PAGED) {
-      rows<false, PART>(st, n, kbase + static_cast<int64_t>(key0) * p.k_slot, vbase + static_cast<int64_t>(key0) * p.v_slot, 0,
-                  nullptr, nullptr, 0, ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot,
-                  vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
+      rows<false, PART>(st, n, kbase + static_cast<int64_t>(key0) * p.k_slot,
+                        vbase + static_cast<int64_t>(key0) * p.v_slot, 0, nullptr, nullptr, 0,
+                        ksbase + static_cast<int64_t>(key0 + lane) * p.ks_slot,
+                        vsbase + static_cast<int64_t>(key0 + lane) * p.vs_slot);
     } else {  // the view is built here, so nothing of it stays live in the loop
       const KvView view{p.block_table + static_cast<int64_t>(b) * p.table_stride, 31 - __clz(p.page_size),
                         p.num_pages, p.errors};
@@ -191,8 +192,8 @@ struct ChunkStager {
       table.ids(view, key0, (hi - 1) >> view.page_shift, id0, id1);
       const KvChunk c = view.chunk_of(key0, n, id0, id1);
       rows<true, PART>(st, n, kbase + c.page_off(0, p.k_seq), vbase + c.page_off(0, p.v_seq), c.slot[0],
-                 kbase + c.page_off(1, p.k_seq), vbase + c.page_off(1, p.v_seq), c.slot[1],
-                 ksbase + c.lane(p.ks_seq, p.ks_slot), vsbase + c.lane(p.vs_seq, p.vs_slot));
+                       kbase + c.page_off(1, p.k_seq), vbase + c.page_off(1, p.v_seq), c.slot[1],
+                       ksbase + c.lane(p.ks_seq, p.ks_slot), vsbase + c.lane(p.vs_seq, p.vs_slot));
     }
     arch::copy_async_commit();
   }
