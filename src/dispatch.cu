@@ -186,9 +186,8 @@ int copy_width(const void* base, const Strides& s, int64_t row_bytes) {
 // Q rows 16-byte aligned (the pointer and every stride): the split kernel's Q set-up loads 8
 // dims a lane in one 16-byte load (decision "q-vec", device/fa/q_setup.hpp), else 8 scalar loads.
 bool q_rows_aligned(const QTensor& q) {
-  const int64_t esz = q.type == DType::f32 ? 4 : 2;
-  return ((reinterpret_cast<uintptr_t>(q.data) | (q.seq_stride * esz) | (q.row_stride * esz) | (q.head_stride * esz)) &
-          15) == 0;
+  const int64_t esz = q.type == DType::f32 ? 4 : 2;  // element strides as bytes
+  return copy_width(q.data, Strides{q.seq_stride * esz, q.row_stride * esz, q.head_stride * esz}, 16) == 16;
 }
 
 Status resident_blocks(const FaInstance* inst, int device, int* out);

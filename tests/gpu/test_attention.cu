@@ -620,8 +620,8 @@ TEST_CASE("Q set-up: 16-byte and element-aligned Q, every Q type and row class",
         c.dot = qt == DType::bf16 ? DotMode::f16 : DotMode::int8;  // the fp16-Q mode stores fp32 Q
         c.smooth_scale = sh.D == 128;  // the K smoothing factors multiply the loaded Q dims
         g_q_shift = shift;
+        struct Reset { ~Reset() { g_q_shift = 0; } } reset;  // also when a REQUIRE ends the case
         const Result r = check(c);
-        g_q_shift = 0;
         INFO(describe(c) << " shift=" << shift << " kernel=" << r.kernel);
         CHECK(r.choice.q_vec == (shift == 0));
         if (c.dot == DotMode::int8 && (sh.nq > 1 || sh.G == 4)) CHECK(r.choice.rows_per_block == 16);
